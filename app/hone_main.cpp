@@ -1,0 +1,455 @@
+// hone: the headless command line. Runs and resumes searches, evaluates one candidate, shows
+// a session's tree and exports a node.
+
+#include "app/cli_common.h"
+#include "backends/local_executor.h"
+#include "core/engine.h"
+#include "core/knobs.h"
+#include "core/problem_spec.h"
+#include "core/protocol.h"
+#include "core/store.h"
+
+#include <CLI/CLI.hpp>
+
+#include <atomic>
+#include <csignal>
+#include <cstdio>
+#include <fstream>
+#include <iostream>
+#include <sstream>
+#include <unistd.h>
+
+namespace {
+
+using namespace hone;
+
+std::atomic<core::Engine*> g_engine {nullptr};
+std::atomic<int> g_interrupts {0};
+
+void onInterrupt(int)
+{
+    // First Ctrl-C: finish the evaluations in flight and write the report. Second: leave now.
+    if (g_interrupts.fetch_add(1) >= 1)
+        _exit(130);
+    if (core::Engine* e = g_engine.load())
+        e->requestStop();
+}
+
+struct Globals {
+    std::string store;
+    std::string worker;
+    std::string cacheDir;
+    double memoryMiB = 4096;
+};
+
+/// Prints a live progress line: in place on a terminal, a line every few evaluations otherwise.
+class ProgressPrinter final : public core::EngineObserver {
+public:
+    explicit ProgressPrinter(bool quiet)
+        : m_quiet(quiet)
+        , m_tty(isatty(2))
+    {
+    }
+    void progressChanged(const core::Progress& p) override
+    {
+        if (m_quiet)
+            return;
+        if (!m_tty && p.evaluations == m_lastPrinted)
+            return;
+        if (!m_tty && p.evaluations % 10 != 0 && p.evaluations != p.budget)
+            return;
+        m_lastPrinted = p.evaluations;
+        double hitRate = p.evaluations > 0 ? 100.0 * p.cacheHits / p.evaluations : 0.0;
+        char line[256];
+        std::snprintf(line, sizeof line,
+            "[%3d/%d] best %.2fx  %.1f eval/min  cache hits %d (%.0f%%)  failed %d  in flight %d  %.0fs",
+            p.evaluations, p.budget, p.bestSpeedup, p.evaluationsPerMinute, p.cacheHits, hitRate, p.failures,
+            p.inFlight, p.elapsedSeconds);
+        if (m_tty)
+            std::fprintf(stderr, "\r\033[K%s", line);
+        else
+            std::fprintf(stderr, "%s\n", line);
+    }
+    void finish()
+    {
+        if (m_tty && !m_quiet)
+            std::fprintf(stderr, "\n");
+    }
+
+private:
+    bool m_quiet;
+    bool m_tty;
+    int m_lastPrinted = -1;
+};
+
+std::unique_ptr<backends::LocalExecutor> makeExecutor(const Globals& g, int parallel)
+{
+    backends::LocalExecutorConfig cfg;
+    cfg.workerPath = g.worker.empty() ? app::defaultWorkerPath() : g.worker;
+    if (!g.cacheDir.empty())
+        cfg.cacheDir = g.cacheDir;
+    cfg.parallel = parallel;
+    cfg.limits.memoryMiB = g.memoryMiB;
+    return std::make_unique<backends::LocalExecutor>(cfg);
+}
+
+nlohmann::json reportJson(const core::Report& r)
+{
+    nlohmann::json knobs = nlohmann::json::object();
+    for (const auto& [k, v] : r.bestKnobs)
+        knobs[k] = v;
+    const auto& p = r.progress;
+    return {{"session", p.session}, {"stop_reason", r.stopReason}, {"device", r.device},
+        {"evaluations", p.evaluations}, {"fresh_evaluations", p.fresh}, {"cache_hits", p.cacheHits},
+        {"cache_hit_rate", p.evaluations ? double(p.cacheHits) / p.evaluations : 0.0}, {"failures", p.failures},
+        {"elapsed_s", p.elapsedSeconds}, {"evaluations_per_minute", p.evaluationsPerMinute},
+        {"best",
+            r.best ? nlohmann::json {{"node", *r.best}, {"source", r.bestSource}, {"knobs", knobs},
+                         {"flags", r.bestFlags}, {"speedup", r.bestSpeedup}, {"median_ns", r.bestMedianNs},
+                         {"baseline_median_ns", r.baselineMedianNs}, {"bound", r.bound}, {"evidence", r.evidence},
+                         {"frac_bandwidth", r.fracBandwidth}, {"frac_compute", r.fracCompute}}
+                   : nlohmann::json(nullptr)}};
+}
+
+void printReport(const core::Report& r, const std::string& problemName, const std::string& baselineName)
+{
+    const auto& p = r.progress;
+    std::printf("session %lld  %s on %s\n", static_cast<long long>(p.session), problemName.c_str(), r.device.c_str());
+    std::printf("stopped    %s\n", r.stopReason.c_str());
+    std::printf("evaluated  %d candidates (%d by a worker, %d cache hits = %.0f%%, %d failed) in %.0f s, %.1f eval/min\n",
+        p.evaluations, p.fresh, p.cacheHits, p.evaluations ? 100.0 * p.cacheHits / p.evaluations : 0.0, p.failures,
+        p.elapsedSeconds, p.evaluationsPerMinute);
+    if (!r.best) {
+        std::printf("best       none: no candidate passed the checks\n");
+        return;
+    }
+    std::printf("best       node %lld: %s [%s]%s%s\n", static_cast<long long>(*r.best), r.bestSource.c_str(),
+        core::knobsToString(r.bestKnobs).c_str(), r.bestFlags.empty() ? "" : " flags ", r.bestFlags.c_str());
+    std::printf("speedup    %.2fx over the seed baseline %s (%s vs %s, medians interleaved in one worker)\n",
+        r.bestSpeedup, baselineName.c_str(), app::formatNs(r.bestMedianNs).c_str(),
+        app::formatNs(r.baselineMedianNs).c_str());
+    std::printf("roofline   %.0f%% of measured copy bandwidth, %.1f%% of measured FMA peak: %s-bound\n",
+        100 * r.fracBandwidth, 100 * r.fracCompute, r.bound.c_str());
+    std::printf("evidence   %s\n", r.evidence.c_str());
+}
+
+int cmdRun(const Globals& g, core::RunOptions opts, bool json, std::optional<int64_t> resumeSession, int extraBudget)
+{
+    core::Store store(g.store);
+    std::string problemName;
+    std::string baselineName;
+    if (resumeSession) {
+        auto rec = store.session(*resumeSession);
+        if (!rec)
+            throw std::runtime_error("no session " + std::to_string(*resumeSession) + " in store " + g.store
+                + "; list sessions with 'hone show'");
+        opts = core::RunOptions::fromJson(rec->config);
+    }
+    core::ProblemSpec spec = core::loadProblem(opts.problemDir);
+    problemName = spec.name;
+    baselineName = spec.baseline;
+    auto exec = makeExecutor(g, opts.workers);
+    core::Engine engine(store, *exec);
+    ProgressPrinter printer(json);
+    g_engine = &engine;
+    std::signal(SIGINT, onInterrupt);
+    std::signal(SIGTERM, onInterrupt);
+    core::Report report = resumeSession ? engine.resume(*resumeSession, &printer, extraBudget) : engine.run(opts, &printer);
+    g_engine = nullptr;
+    printer.finish();
+    if (json)
+        std::cout << reportJson(report).dump(2) << "\n";
+    else
+        printReport(report, problemName, baselineName);
+    return report.best ? 0 : 3;
+}
+
+int cmdEval(const Globals& g, const std::string& problemDir, const std::string& candidatePath,
+    const std::vector<std::string>& knobArgs, const std::string& flagsArg, bool json)
+{
+    core::ProblemSpec spec = core::loadProblem(problemDir);
+    std::ifstream f(candidatePath);
+    if (!f)
+        throw std::runtime_error("cannot read candidate " + candidatePath + "; check the path");
+    std::stringstream ss;
+    ss << f.rdbuf();
+    std::string source = ss.str();
+    std::string name = std::filesystem::path(candidatePath).filename().string();
+    core::KnobSpace space = core::parseKnobSpace(source, candidatePath);
+    core::KnobValues knobs = space.firstAdmissible().value_or(core::KnobValues {});
+    for (const auto& kv : knobArgs) {
+        auto eq = kv.find('=');
+        if (eq == std::string::npos)
+            throw std::runtime_error("--knob '" + kv + "': expected NAME=VALUE");
+        knobs[kv.substr(0, eq)] = kv.substr(eq + 1);
+    }
+    std::string why;
+    if (!space.empty() && !space.admits(knobs, &why))
+        throw std::runtime_error(candidatePath + ": " + why);
+    std::string flags = flagsArg.empty() ? space.flags : flagsArg;
+    if (std::string err = core::checkFlags(flags); !err.empty())
+        throw std::runtime_error("--flags: " + err);
+    const core::Seed* base = spec.baselineSeed();
+    core::KnobSpace baseSpace = core::parseKnobSpace(base->source, base->fileName);
+    nlohmann::json baseKnobs = nlohmann::json::object();
+    for (const auto& [k, v] : baseSpace.firstAdmissible().value_or(core::KnobValues {}))
+        baseKnobs[k] = v;
+    nlohmann::json candKnobs = nlohmann::json::object();
+    for (const auto& [k, v] : knobs)
+        candKnobs[k] = v;
+    std::string lang = name.ends_with(".cu") ? "cuda" : name.ends_with(".hip") ? "hip" : "cpp";
+    nlohmann::json req = core::protocol::makeMessage("eval");
+    req["id"] = "eval-" + name;
+    req["problem"] = core::resolveProblem(spec);
+    req["candidate"] = {{"name", name}, {"lang", lang}, {"source", source}, {"knobs", candKnobs}, {"flags", flags}};
+    req["baseline"] = {{"name", base->fileName}, {"lang", base->lang}, {"source", base->source}, {"knobs", baseKnobs},
+        {"flags", baseSpace.flags}};
+    req["stages"] = {"compile", "check", "time"};
+    req["config"] = {{"seeds", {1, 2, 3}}, {"samples", 25}, {"warmup", 3}, {"timing_shape", 0}};
+    req["limits"] = {{"compile_s", 120}, {"run_s", 60}};
+    auto exec = makeExecutor(g, 1);
+    exec->submit(core::EvalJob {req["id"], req});
+    std::optional<core::EvalDone> done;
+    while (!done)
+        done = exec->next(std::chrono::milliseconds(500));
+    if (json) {
+        std::cout << done->result.dump(2) << "\n";
+    } else {
+        auto s = core::protocol::summarize(done->result);
+        std::printf("%s [%s] on %s\n", name.c_str(), core::knobsToString(knobs).c_str(), spec.name.c_str());
+        if (!s.ok) {
+            std::printf("FAILED     %s in stage %s: %s\n", s.failureKind.c_str(), s.failureStage.c_str(),
+                s.failureMessage.c_str());
+        } else {
+            int checks = done->result.contains("checks") ? static_cast<int>(done->result["checks"].size()) : 0;
+            std::printf("correct    on %d (shape, seed) checks\n", checks);
+            std::printf("time       %s median (cv %.1f%%); baseline %s %s; speedup %.2fx\n",
+                app::formatNs(s.medianNs).c_str(), 100 * s.cv, base->fileName.c_str(),
+                app::formatNs(s.baselineMedianNs).c_str(), s.speedup);
+            std::printf("roofline   %.0f%% of bandwidth, %.1f%% of FMA peak\n", 100 * s.fracBandwidth,
+                100 * s.fracCompute);
+            std::printf("diagnosis  %s\n", s.evidence.c_str());
+        }
+    }
+    return core::protocol::summarize(done->result).ok ? 0 : 3;
+}
+
+void printTree(const core::Store& store, int64_t sessionId)
+{
+    auto rec = store.session(sessionId);
+    if (!rec)
+        throw std::runtime_error("no session " + std::to_string(sessionId) + " in store " + store.path().string());
+    auto nodes = store.nodes(sessionId);
+    std::map<int64_t, core::EvaluationRecord> evals;
+    for (auto& e : store.evaluations(sessionId))
+        evals.emplace(e.nodeId, std::move(e));
+    std::map<int64_t, std::vector<int64_t>> children;
+    std::map<int64_t, const core::NodeRecord*> byId;
+    int64_t best = -1;
+    double bestSpeedup = 0;
+    for (const auto& n : nodes) {
+        byId[n.id] = &n;
+        if (n.parentId >= 0)
+            children[n.parentId].push_back(n.id);
+        auto e = evals.find(n.id);
+        if (e != evals.end() && e->second.status == "ok" && e->second.speedup > bestSpeedup) {
+            bestSpeedup = e->second.speedup;
+            best = n.id;
+        }
+    }
+    std::printf("session %lld  %s  target %s  policy %s  seed %llu  %s%s%s\n", static_cast<long long>(rec->id),
+        rec->problemName.c_str(), rec->target.c_str(), rec->policy.c_str(),
+        static_cast<unsigned long long>(rec->seed), rec->status.c_str(), rec->stopReason.empty() ? "" : ": ",
+        rec->stopReason.c_str());
+    std::printf("%zu nodes, %zu evaluated, best node %lld at %.2fx\n", nodes.size() - (nodes.empty() ? 0 : 1),
+        evals.size(), static_cast<long long>(best), bestSpeedup);
+    std::map<std::string, std::string> names;
+    std::function<void(int64_t, const std::string&, bool)> walk = [&](int64_t id, const std::string& prefix, bool last) {
+        const core::NodeRecord& n = *byId[id];
+        std::string label;
+        if (id == 0) {
+            label = "root: " + rec->problemName;
+        } else {
+            if (!names.count(n.sourceHash)) {
+                auto src = store.source(n.sourceHash);
+                names[n.sourceHash] = src ? src->name : n.sourceHash.substr(0, 8);
+            }
+            core::KnobValues kv;
+            for (auto it = n.knobs.begin(); it != n.knobs.end(); ++it)
+                kv[it.key()] = it->get<std::string>();
+            label = "#" + std::to_string(id) + " " + names[n.sourceHash] + " " + n.origin;
+            if (!kv.empty())
+                label += " [" + core::knobsToString(kv) + "]";
+            auto e = evals.find(id);
+            char buf[256];
+            if (e == evals.end())
+                label += "  (not evaluated)";
+            else if (e->second.status == "ok") {
+                std::snprintf(buf, sizeof buf, "  %.2fx %s %s%s", e->second.speedup,
+                    app::formatNs(e->second.medianNs).c_str(), e->second.bound.c_str(),
+                    e->second.fromCache ? " (cached)" : "");
+                label += buf;
+            } else {
+                label += "  FAILED " + e->second.failureKind;
+            }
+            if (id == best)
+                label += "  <- best";
+        }
+        std::printf("%s%s%s\n", prefix.c_str(), id == 0 ? "" : (last ? "`-- " : "|-- "), label.c_str());
+        const auto& ch = children[id];
+        for (size_t i = 0; i < ch.size(); ++i)
+            walk(ch[i], id == 0 ? prefix : prefix + (last ? "    " : "|   "), i + 1 == ch.size());
+    };
+    if (byId.count(0))
+        walk(0, "", true);
+}
+
+int cmdShow(const Globals& g, std::optional<int64_t> session)
+{
+    core::Store store(g.store);
+    if (!session) {
+        auto all = store.sessions();
+        if (all.empty())
+            std::printf("no sessions in %s\n", g.store.c_str());
+        for (const auto& s : all) {
+            auto evals = store.evaluations(s.id);
+            double best = 0;
+            for (const auto& e : evals)
+                if (e.status == "ok")
+                    best = std::max(best, e.speedup);
+            std::printf("%4lld  %-20s %-6s %-9s %3zu evaluations  best %.2fx  %s\n", static_cast<long long>(s.id),
+                s.problemName.c_str(), s.target.c_str(), s.status.c_str(), evals.size(), best, s.createdAt.c_str());
+        }
+        return 0;
+    }
+    printTree(store, *session);
+    return 0;
+}
+
+int cmdExport(const Globals& g, const std::string& nodeSpec, const std::string& outDir)
+{
+    auto slash = nodeSpec.find('/');
+    if (slash == std::string::npos)
+        throw std::runtime_error("node '" + nodeSpec + "': expected SESSION/NODE, e.g. 3/17");
+    int64_t sessionId = 0, nodeId = 0;
+    try {
+        sessionId = std::stoll(nodeSpec.substr(0, slash));
+        nodeId = std::stoll(nodeSpec.substr(slash + 1));
+    } catch (const std::exception&) {
+        throw std::runtime_error("node '" + nodeSpec + "': expected SESSION/NODE with two numbers, e.g. 3/17");
+    }
+    core::Store store(g.store);
+    auto nodes = store.nodes(sessionId);
+    auto n = std::find_if(nodes.begin(), nodes.end(), [&](const auto& r) { return r.id == nodeId; });
+    if (n == nodes.end() || nodeId == 0)
+        throw std::runtime_error("session " + std::to_string(sessionId) + " has no candidate node " + std::to_string(nodeId));
+    auto src = store.source(n->sourceHash);
+    if (!src)
+        throw std::runtime_error("the store lacks the source of node " + nodeSpec);
+    std::optional<core::EvaluationRecord> eval;
+    for (auto& e : store.evaluations(sessionId))
+        if (e.nodeId == nodeId)
+            eval = e;
+    std::filesystem::path dir(outDir);
+    std::filesystem::create_directories(dir);
+    std::ofstream(dir / src->name) << src->text;
+    std::string defines;
+    for (auto it = n->knobs.begin(); it != n->knobs.end(); ++it)
+        defines += " -D" + it.key() + "=" + it->get<std::string>();
+    std::ofstream(dir / "knobs.json") << n->knobs.dump(2) << "\n";
+    std::ofstream build(dir / "build.sh");
+    build << "#!/bin/sh\n# Builds the exported candidate as a shared object with the flags it was measured with.\n"
+          << "# HONE_INCLUDE must point at the folder that holds hone/kernel.h.\n"
+          << "set -e\nc++ -std=c++17 -O3 -march=native -fopenmp -shared -fPIC -I\"${HONE_INCLUDE:-.}\"" << defines
+          << (n->flags.empty() ? "" : " " + n->flags) << " -o candidate.so " << src->name << "\n";
+    build.close();
+    std::filesystem::permissions(dir / "build.sh", std::filesystem::perms::owner_exec, std::filesystem::perm_options::add);
+    nlohmann::json meta = {{"session", sessionId}, {"node", nodeId}, {"source", src->name}, {"source_sha256", src->hash},
+        {"knobs", n->knobs}, {"flags", n->flags}, {"origin", n->origin}};
+    if (eval)
+        meta["evaluation"] = {{"status", eval->status}, {"speedup", eval->speedup}, {"median_ns", eval->medianNs},
+            {"device", eval->device}, {"result", eval->result}};
+    std::ofstream(dir / "evidence.json") << meta.dump(2) << "\n";
+    std::printf("exported node %s to %s: %s, knobs.json, build.sh, evidence.json\n", nodeSpec.c_str(),
+        dir.string().c_str(), src->name.c_str());
+    return 0;
+}
+
+} // namespace
+
+int main(int argc, char** argv)
+{
+    CLI::App app {"hone: search-based kernel optimisation (headless)"};
+    app.require_subcommand(1);
+    Globals g;
+    g.store = hone::app::defaultStorePath().string();
+    app.add_option("--store", g.store, "SQLite store (default $HONE_STORE or ~/.local/share/hone/hone.db)");
+    app.add_option("--worker", g.worker, "hone-worker executable (default: next to hone, else PATH)");
+    app.add_option("--cache-dir", g.cacheDir, "compile and calibration cache (default ~/.cache/hone)");
+    app.add_option("--memory-limit", g.memoryMiB, "per-worker resident memory limit in MiB")->check(CLI::PositiveNumber);
+
+    core::RunOptions opts;
+    bool json = false;
+    std::string problem;
+    auto* run = app.add_subcommand("run", "search for a faster kernel for PROBLEM");
+    run->add_option("problem", problem, "problem folder (with problem.toml)")->required()->check(CLI::ExistingDirectory);
+    run->add_option("--target", opts.target, "device kind")->check(CLI::IsMember({"cpu"}));
+    run->add_option("--budget", opts.budget, "evaluations, seeds and cache hits included")->check(CLI::PositiveNumber);
+    run->add_option("--workers", opts.workers, "parallel evaluations")->check(CLI::Range(1, 256));
+    run->add_option("--seed", opts.seed, "random seed of the search");
+    run->add_option("--target-speedup", opts.targetSpeedup, "stop once this speedup is reached");
+    run->add_option("--stall", opts.stall, "stop after N evaluations without a 1% gain (0: never)");
+    run->add_option("--time-limit", opts.timeLimitSeconds, "stop after this many seconds");
+    run->add_option("--samples", opts.samples, "timing samples per candidate")->check(CLI::Range(20, 10000));
+    run->add_flag("--no-cache", [&](int64_t) { opts.useCache = false; }, "re-evaluate candidates seen before");
+    run->add_flag("--json", json, "print the report as JSON");
+
+    int64_t sessionId = 0;
+    int extra = 0;
+    auto* resume = app.add_subcommand("resume", "continue a stored session");
+    resume->add_option("session", sessionId, "session id")->required();
+    resume->add_option("--extra-budget", extra, "evaluations to add to the session's budget");
+    resume->add_flag("--json", json, "print the report as JSON");
+
+    std::string candidate, flags;
+    std::vector<std::string> knobArgs;
+    auto* eval = app.add_subcommand("eval", "evaluate one candidate against PROBLEM's reference and baseline");
+    eval->add_option("problem", problem, "problem folder")->required()->check(CLI::ExistingDirectory);
+    eval->add_option("candidate", candidate, "candidate source file")->required()->check(CLI::ExistingFile);
+    eval->add_option("--knob", knobArgs, "NAME=VALUE (repeatable)");
+    eval->add_option("--flags", flags, "extra compile flags");
+    eval->add_flag("--json", json, "print the worker's full result");
+
+    std::optional<int64_t> showSession;
+    auto* show = app.add_subcommand("show", "list sessions, or print one session's tree");
+    show->add_option("session", showSession, "session id");
+
+    std::string nodeSpec, outDir;
+    auto* exp = app.add_subcommand("export", "write a node's source, knobs, build script and evidence to DIR");
+    exp->add_option("node", nodeSpec, "SESSION/NODE, e.g. 3/17")->required();
+    exp->add_option("dir", outDir, "output folder")->required();
+
+    try {
+        app.parse(argc, argv);
+    } catch (const CLI::ParseError& e) {
+        return app.exit(e);
+    }
+    try {
+        if (*run) {
+            opts.problemDir = problem;
+            return cmdRun(g, opts, json, std::nullopt, 0);
+        }
+        if (*resume)
+            return cmdRun(g, opts, json, sessionId, extra);
+        if (*eval)
+            return cmdEval(g, problem, candidate, knobArgs, flags, json);
+        if (*show)
+            return cmdShow(g, showSession);
+        if (*exp)
+            return cmdExport(g, nodeSpec, outDir);
+    } catch (const std::exception& e) {
+        std::fprintf(stderr, "hone: error: %s\n", e.what());
+        return 2;
+    }
+    return 0;
+}

@@ -1,0 +1,96 @@
+#include "calibration.h"
+
+#include "hone_embedded.h"
+#include "system_info.h"
+
+#include <dlfcn.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <stdexcept>
+
+namespace hone::backends {
+
+core::Ceilings measureCpuCeilings(
+    HostCompiler& compiler, const std::string& deviceName, size_t lastLevelCacheBytes)
+{
+    CompileJob job;
+    job.name = "cpu_ceilings.cpp";
+    job.source = std::string(embedded::kCpuCeilingsSource);
+    job.timeLimitSeconds = 300;
+    const CompileOutput built = compiler.compile(job);
+    if (!built.ok)
+        throw std::runtime_error("cannot compile the CPU calibration kernels: " + built.firstError());
+
+    void* handle = ::dlopen(built.objectPath.c_str(), RTLD_NOW | RTLD_LOCAL);
+    if (!handle) {
+        const char* err = ::dlerror();
+        throw std::runtime_error(
+            std::string("cannot load the CPU calibration kernels: ") + (err ? err : "?"));
+    }
+    // Deliberately never dlclose'd: its OpenMP thread pool outlives the calls.
+    using ThreadsFn = int (*)();
+    using IsaFn = const char* (*)();
+    using FmaFn = double (*)(int);
+    using CopyFn = double (*)(size_t, int);
+    auto threadsFn = reinterpret_cast<ThreadsFn>(::dlsym(handle, "hone_calib_threads"));
+    auto isaFn = reinterpret_cast<IsaFn>(::dlsym(handle, "hone_calib_isa"));
+    auto fmaFn = reinterpret_cast<FmaFn>(::dlsym(handle, "hone_calib_fma_gflops"));
+    auto copyFn = reinterpret_cast<CopyFn>(::dlsym(handle, "hone_calib_copy_gbps"));
+    if (!threadsFn || !isaFn || !fmaFn || !copyFn)
+        throw std::runtime_error("the CPU calibration kernels lack an entry point (hone_calib_*)");
+
+    // Buffers well beyond the last-level cache, so the copy streams from DRAM; bounded so
+    // calibration stays a few seconds and never crowds the machine's memory.
+    size_t bytes = std::max<size_t>(size_t(256) << 20, 2 * lastLevelCacheBytes);
+    bytes = std::min<size_t>(bytes, size_t(1) << 30);
+    if (const size_t avail = availableMemoryBytes(); avail > 0)
+        bytes = std::min(bytes, avail / 4);
+    bytes = std::max<size_t>(bytes, size_t(32) << 20);
+
+    constexpr int kCopyReps = 8;
+    constexpr int kFmaReps = 5;
+    const double gbps = copyFn(bytes, kCopyReps);
+    if (!(gbps > 0))
+        throw std::runtime_error("the copy-bandwidth measurement failed (could not allocate "
+            + std::to_string(bytes >> 20) + " MiB twice?)");
+    const double gflops = fmaFn(kFmaReps);
+    if (!(gflops > 0))
+        throw std::runtime_error("the FMA-peak measurement failed");
+
+    const int threads = threadsFn();
+    core::Ceilings c;
+    c.device = deviceName;
+    c.peakGbps = gbps;
+    c.peakGflops = gflops;
+    char method[512];
+    std::snprintf(method, sizeof method,
+        "copy: %d OpenMP threads, 2 x %zu MiB buffers, best of %d, bytes read + written; "
+        "fma: f32 %s FMA chains (8-16 per thread), %d threads, best of %d; built with %s -O3 -march=native "
+        "-fopenmp",
+        threads, bytes >> 20, kCopyReps, isaFn(), threads, kFmaReps, compiler.versionLine().c_str());
+    c.method = method;
+    return c;
+}
+
+std::optional<core::Ceilings> readCachedCeilings(const std::filesystem::path& path)
+{
+    bool ok = false;
+    const std::string text = readFile(path, &ok);
+    if (!ok)
+        return std::nullopt;
+    const nlohmann::json j = nlohmann::json::parse(text, nullptr, false);
+    if (j.is_discarded() || !j.is_object())
+        return std::nullopt;
+    core::Ceilings c = core::ceilingsFromJson(j);
+    if (!(c.peakGbps > 0) || !(c.peakGflops > 0))
+        return std::nullopt;
+    return c;
+}
+
+void writeCachedCeilings(const std::filesystem::path& path, const core::Ceilings& ceilings)
+{
+    writeFileAtomically(path, core::toJson(ceilings).dump(2) + "\n");
+}
+
+} // namespace hone::backends

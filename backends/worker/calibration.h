@@ -1,0 +1,24 @@
+#pragma once
+
+#include "compiler.h"
+#include "core/diagnosis.h"
+
+#include <filesystem>
+#include <optional>
+#include <string>
+
+/// CPU ceilings: measured with the embedded resources/calibration/cpu_ceilings.cpp and
+/// cached per machine, so the roofline of every result compares against the same numbers.
+namespace hone::backends {
+
+/// Compiles the calibration kernels like a candidate and measures copy bandwidth and FMA
+/// peak with all threads. Takes seconds. Throws std::runtime_error saying what failed.
+core::Ceilings measureCpuCeilings(
+    HostCompiler& compiler, const std::string& deviceName, size_t lastLevelCacheBytes);
+
+/// The ceilings stored at `path`, or nullopt when the file is missing or unusable.
+std::optional<core::Ceilings> readCachedCeilings(const std::filesystem::path& path);
+
+void writeCachedCeilings(const std::filesystem::path& path, const core::Ceilings& ceilings);
+
+} // namespace hone::backends

@@ -1,0 +1,363 @@
+#include "compiler.h"
+
+#include "core/sha256.h"
+#include "hone_embedded.h"
+#include "process.h"
+#include "system_info.h"
+
+#include <unistd.h>
+
+#include <cctype>
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+#include <system_error>
+
+namespace hone::backends {
+namespace fs = std::filesystem;
+namespace {
+
+bool startsWith(const std::string& s, const char* prefix)
+{
+    return s.rfind(prefix, 0) == 0;
+}
+
+bool isIdentifier(const std::string& s)
+{
+    if (s.empty() || std::isdigit(static_cast<unsigned char>(s[0])))
+        return false;
+    for (char c : s)
+        if (!std::isalnum(static_cast<unsigned char>(c)) && c != '_')
+            return false;
+    return true;
+}
+
+/// A file name the compiler will treat as C++ and that cannot escape the build directory.
+std::string sourceFileName(const std::string& name)
+{
+    std::string base = fs::path(name).filename().string();
+    for (char& c : base)
+        if (!std::isalnum(static_cast<unsigned char>(c)) && c != '.' && c != '_' && c != '-')
+            c = '_';
+    if (base.empty() || base[0] == '.' || base[0] == '-')
+        base = "candidate" + base;
+    const std::string ext = fs::path(base).extension().string();
+    if (ext != ".cpp" && ext != ".cc" && ext != ".cxx")
+        base += ".cpp";
+    return base;
+}
+
+std::string join(const std::vector<std::string>& parts)
+{
+    std::string out;
+    for (const auto& p : parts) {
+        if (!out.empty())
+            out += ' ';
+        out += p;
+    }
+    return out;
+}
+
+std::string trimRight(std::string s)
+{
+    while (!s.empty() && std::isspace(static_cast<unsigned char>(s.back())))
+        s.pop_back();
+    return s;
+}
+
+bool allDigits(const std::string& s)
+{
+    if (s.empty())
+        return false;
+    for (char c : s)
+        if (!std::isdigit(static_cast<unsigned char>(c)))
+            return false;
+    return true;
+}
+
+/// GCC quotes with U+2018/U+2019 in UTF-8 locales; plain quotes read the same in prompts,
+/// terminals and JSON.
+std::string plainQuotes(std::string text)
+{
+    for (const char* curly : { "\xE2\x80\x98", "\xE2\x80\x99" }) {
+        size_t at = 0;
+        while ((at = text.find(curly, at)) != std::string::npos)
+            text.replace(at, 3, "'");
+    }
+    return text;
+}
+
+} // namespace
+
+std::string readFile(const fs::path& path, bool* ok)
+{
+    std::ifstream in(path, std::ios::binary);
+    if (ok)
+        *ok = static_cast<bool>(in);
+    if (!in)
+        return {};
+    std::ostringstream ss;
+    ss << in.rdbuf();
+    return ss.str();
+}
+
+void writeFileAtomically(const fs::path& path, const std::string& data)
+{
+    fs::create_directories(path.parent_path());
+    static unsigned counter = 0;
+    const fs::path tmp
+        = path.string() + ".tmp." + std::to_string(::getpid()) + "." + std::to_string(++counter);
+    {
+        std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
+        out << data;
+        out.close();
+        if (!out)
+            throw std::runtime_error("cannot write " + tmp.string());
+    }
+    std::error_code ec;
+    fs::rename(tmp, path, ec);
+    if (ec) {
+        fs::remove(tmp, ec);
+        throw std::runtime_error("cannot rename a temporary file to " + path.string());
+    }
+}
+
+std::vector<std::string> splitFlags(const std::string& flags)
+{
+    std::vector<std::string> out;
+    std::istringstream in(flags);
+    std::string f;
+    while (in >> f)
+        out.push_back(f);
+    return out;
+}
+
+std::string refusedFlag(const std::vector<std::string>& flags)
+{
+    for (const auto& f : flags) {
+        const bool quoted = f.find_first_of("\"'`\\$") != std::string::npos;
+        const bool passThrough = startsWith(f, "-Wl,") || startsWith(f, "-Wa,") || startsWith(f, "-Wp,");
+        const bool allowed = !quoted && !passThrough && f.size() >= 2
+            && (startsWith(f, "-O") || (startsWith(f, "-f") && !startsWith(f, "-fplugin"))
+                || startsWith(f, "-m") || (startsWith(f, "-D") && f.size() > 2)
+                || (startsWith(f, "-U") && f.size() > 2) || startsWith(f, "-W") || startsWith(f, "-std="));
+        if (!allowed) {
+            std::string why = "flag '" + f
+                + "' is not allowed; allowed are -O*, -f* (not -fplugin*), -m*, -D*, "
+                  "-U*, -W* (not -Wl, -Wa, -Wp,) and -std=*";
+            if (quoted)
+                why += " (quotes, backslashes and $ are not interpreted)";
+            return why;
+        }
+    }
+    return {};
+}
+
+std::string badDefine(const std::string& name, const std::string& value)
+{
+    if (!isIdentifier(name))
+        return "knob name '" + name + "' is not a C identifier";
+    if (value.empty())
+        return "knob '" + name + "' has an empty value";
+    for (char c : value)
+        if (std::isspace(static_cast<unsigned char>(c)) || std::iscntrl(static_cast<unsigned char>(c)))
+            return "knob '" + name + "' has a value with whitespace or control characters";
+    return {};
+}
+
+std::vector<CompileMessage> parseDiagnostics(const std::string& log)
+{
+    static const char* const kSeverities[] = { "fatal error", "error", "warning", "note" };
+    std::vector<CompileMessage> out;
+    std::istringstream in(log);
+    std::string line;
+    while (std::getline(in, line)) {
+        for (const char* sev : kSeverities) {
+            const std::string marker = std::string(": ") + sev + ": ";
+            const size_t at = line.find(marker);
+            if (at == std::string::npos)
+                continue;
+            // The part before the marker is `file:line:col` or `file:line`.
+            const std::string where = line.substr(0, at);
+            const size_t c2 = where.rfind(':');
+            if (c2 == std::string::npos)
+                continue;
+            const size_t c1 = c2 > 0 ? where.rfind(':', c2 - 1) : std::string::npos;
+            CompileMessage m;
+            if (c1 != std::string::npos && allDigits(where.substr(c1 + 1, c2 - c1 - 1))
+                && allDigits(where.substr(c2 + 1))) {
+                m.file = where.substr(0, c1);
+                m.line = std::atoi(where.substr(c1 + 1, c2 - c1 - 1).c_str());
+                m.column = std::atoi(where.substr(c2 + 1).c_str());
+            } else if (allDigits(where.substr(c2 + 1))) {
+                m.file = where.substr(0, c2);
+                m.line = std::atoi(where.substr(c2 + 1).c_str());
+            } else {
+                continue;
+            }
+            if (m.file.empty())
+                continue;
+            m.severity = sev;
+            m.text = trimRight(line.substr(at + marker.size()));
+            out.push_back(std::move(m));
+            break;
+        }
+    }
+    return out;
+}
+
+std::string CompileOutput::firstError() const
+{
+    if (!toolError.empty())
+        return toolError;
+    for (const auto& m : messages)
+        if (m.severity == "error" || m.severity == "fatal error")
+            return m.file + ":" + std::to_string(m.line) + ":" + std::to_string(m.column) + ": " + m.severity
+                + ": " + m.text;
+    // No parsable diagnostic (a linker or driver error): the last non-empty log line.
+    std::istringstream in(log);
+    std::string line;
+    std::string last;
+    while (std::getline(in, line))
+        if (!trimRight(line).empty())
+            last = trimRight(line);
+    return last.empty() ? std::string("the compiler failed without a message") : last;
+}
+
+nlohmann::json CompileOutput::toJson() const
+{
+    nlohmann::json messagesJson = nlohmann::json::array();
+    for (const auto& m : messages)
+        messagesJson.push_back({ { "file", m.file }, { "line", m.line }, { "column", m.column },
+            { "severity", m.severity }, { "text", m.text } });
+    return nlohmann::json { { "ok", ok }, { "cached", cached }, { "seconds", seconds },
+        { "command", command }, { "log", log }, { "messages", messagesJson } };
+}
+
+HostCompiler::HostCompiler(fs::path cacheDir, std::string compiler)
+    : m_cacheDir(std::move(cacheDir))
+    , m_compiler(std::move(compiler))
+    , m_machineId(cpuModelName() + "\n" + cpuFeatureFlags())
+{
+}
+
+const std::vector<std::string>& HostCompiler::baseFlags()
+{
+    static const std::vector<std::string> flags
+        = { "-std=c++17", "-O3", "-march=native", "-fopenmp", "-shared", "-fPIC" };
+    return flags;
+}
+
+const std::string& HostCompiler::versionLine()
+{
+    if (!m_versionRead) {
+        m_versionRead = true;
+        const ProcessResult r = runProcess({ m_compiler, "--version" }, {}, 30);
+        if (r.started && r.exitCode == 0) {
+            m_version = trimRight(r.output.substr(0, r.output.find('\n')));
+        }
+    }
+    return m_version;
+}
+
+void HostCompiler::installHeader()
+{
+    if (m_headerInstalled)
+        return;
+    const fs::path header = m_cacheDir / "include" / "hone" / "kernel.h";
+    bool ok = false;
+    const std::string current = readFile(header, &ok);
+    if (!ok || current != embedded::kKernelHeader)
+        writeFileAtomically(header, std::string(embedded::kKernelHeader));
+    m_headerInstalled = true;
+}
+
+CompileOutput HostCompiler::compile(const CompileJob& job)
+{
+    CompileOutput out;
+    const std::string version = versionLine();
+    if (version.empty()) {
+        out.toolError = "cannot run the C++ compiler '" + m_compiler + "' (set HONE_CXX or install g++)";
+        return out;
+    }
+    installHeader();
+
+    const std::string srcName = sourceFileName(job.name);
+    const fs::path includeDir = m_cacheDir / "include";
+    std::vector<std::string> middle = baseFlags();
+    std::vector<std::string> keyMiddle = middle;
+    middle.push_back("-I" + includeDir.string());
+    keyMiddle.push_back("-I<include>");
+    for (const auto& [name, value] : job.defines) {
+        middle.push_back("-D" + name + "=" + value);
+        keyMiddle.push_back(middle.back());
+    }
+    for (const auto& f : splitFlags(job.flags)) {
+        middle.push_back(f);
+        keyMiddle.push_back(f);
+    }
+
+    const std::string key
+        = core::sha256Hex("hone-compile-1\n" + version + "\n" + m_compiler + "\n" + m_machineId + "\n"
+            + join(keyMiddle) + "\n" + core::sha256Hex(embedded::kKernelHeader) + "\n" + job.source);
+    const fs::path soDir = m_cacheDir / "so";
+    const fs::path soPath = soDir / (key + ".so");
+    const fs::path logPath = soDir / (key + ".log");
+
+    std::vector<std::string> shown = { m_compiler };
+    shown.insert(shown.end(), middle.begin(), middle.end());
+    shown.insert(shown.end(), { "-o", soPath.string(), srcName });
+    out.command = join(shown);
+    out.objectPath = soPath.string();
+
+    std::error_code ec;
+    if (fs::exists(soPath, ec)) {
+        out.ok = true;
+        out.cached = true;
+        out.log = readFile(logPath);
+        out.messages = parseDiagnostics(out.log);
+        return out;
+    }
+
+    fs::create_directories(soDir);
+    fs::create_directories(m_cacheDir / "tmp");
+    std::string tmpl = (m_cacheDir / "tmp" / "compile-XXXXXX").string();
+    if (!::mkdtemp(tmpl.data())) {
+        out.toolError = "cannot create a build directory under " + (m_cacheDir / "tmp").string();
+        return out;
+    }
+    const fs::path buildDir = tmpl;
+    {
+        std::ofstream src(buildDir / srcName, std::ios::binary);
+        src << job.source;
+    }
+    std::vector<std::string> argv = { m_compiler };
+    argv.insert(argv.end(), middle.begin(), middle.end());
+    argv.insert(argv.end(), { "-o", (buildDir / "out.so").string(), srcName });
+
+    const ProcessResult r = runProcess(argv, buildDir.string(), job.timeLimitSeconds);
+    out.seconds = r.seconds;
+    out.log = plainQuotes(r.output);
+    out.messages = parseDiagnostics(out.log);
+    if (!r.started) {
+        out.toolError = r.error;
+    } else if (r.timedOut) {
+        out.timedOut = true;
+    } else if (r.exitCode == 0) {
+        // The log first: a worker that finds the object also finds its warnings.
+        try {
+            writeFileAtomically(logPath, out.log);
+        } catch (const std::exception&) {
+            // The log is a convenience for cached results; the object is what matters.
+        }
+        fs::rename(buildDir / "out.so", soPath, ec);
+        if (ec)
+            out.toolError = "cannot move the compiled object to " + soPath.string() + ": " + ec.message();
+        else
+            out.ok = true;
+    }
+    fs::remove_all(buildDir, ec);
+    return out;
+}
+
+} // namespace hone::backends

@@ -1,0 +1,96 @@
+#pragma once
+
+#include <nlohmann/json.hpp>
+
+#include <filesystem>
+#include <map>
+#include <string>
+#include <vector>
+
+/// The host C++ compile path shared by candidates, references, baselines and the calibration
+/// kernels: c++ -std=c++17 -O3 -march=native -fopenmp -shared -fPIC, cached by content.
+namespace hone::backends {
+
+struct CompileJob {
+    std::string name; // shown in diagnostics: "tuned.cpp"
+    std::string source;
+    std::map<std::string, std::string> defines; // knobs, compiled as -DNAME=value
+    std::string flags; // user flags; see refusedFlag()
+    double timeLimitSeconds = 120;
+};
+
+struct CompileMessage {
+    std::string file;
+    int line = 0;
+    int column = 0;
+    std::string severity; // error, warning, note, fatal error
+    std::string text;
+};
+
+struct CompileOutput {
+    bool ok = false;
+    bool cached = false;
+    bool timedOut = false;
+    double seconds = 0;
+    std::string command; // as run, with the real paths
+    std::string log;
+    std::vector<CompileMessage> messages;
+    std::string objectPath; // the shared object, when ok
+    std::string toolError; // the compiler could not be run at all
+
+    /// "tuned.cpp:12:5: error: ..." for the first error, else the last line of the log.
+    std::string firstError() const;
+    nlohmann::json toJson() const;
+};
+
+/// Splits a flag string on whitespace. Quotes are not interpreted (and are refused by
+/// refusedFlag), so what the user sees is what the compiler gets.
+std::vector<std::string> splitFlags(const std::string& flags);
+
+/// Empty when every flag is on the allow-list of docs/FORMATS.md (-O*, -f* except -fplugin*,
+/// -m*, -D*, -U*, -W* except -Wl,/-Wa,/-Wp, pass-throughs, -std=*), else a message naming the
+/// first refused flag.
+std::string refusedFlag(const std::vector<std::string>& flags);
+
+/// Empty when `name` can be a -D macro name (a C identifier) and `value` has no whitespace or
+/// control characters; else what is wrong.
+std::string badDefine(const std::string& name, const std::string& value);
+
+/// GCC/Clang diagnostics of the form `file:line:col: severity: text`.
+std::vector<CompileMessage> parseDiagnostics(const std::string& log);
+
+class HostCompiler {
+public:
+    /// `compiler` is the driver to run ("c++", or $HONE_CXX); objects are cached under
+    /// `cacheDir`/so and kernel.h is installed under `cacheDir`/include.
+    HostCompiler(std::filesystem::path cacheDir, std::string compiler);
+
+    /// First line of `<compiler> --version`, or "" when the compiler cannot be run.
+    const std::string& versionLine();
+
+    /// The fixed flags every compile gets, before the user's.
+    static const std::vector<std::string>& baseFlags();
+
+    /// Compiles (or finds in the cache) one translation unit into a shared object. Compile
+    /// errors and timeouts come back in the output; nothing here throws for them.
+    CompileOutput compile(const CompileJob& job);
+
+private:
+    void installHeader();
+
+    std::filesystem::path m_cacheDir;
+    std::string m_compiler;
+    std::string m_version;
+    bool m_versionRead = false;
+    bool m_headerInstalled = false;
+    std::string m_machineId; // what -march=native resolves against: CPU model and features
+    unsigned m_tmpCounter = 0;
+};
+
+/// Writes `data` to `path` through a temporary file and rename, so that readers (other
+/// workers sharing the cache) never see a partial file.
+void writeFileAtomically(const std::filesystem::path& path, const std::string& data);
+
+std::string readFile(const std::filesystem::path& path, bool* ok = nullptr);
+
+} // namespace hone::backends

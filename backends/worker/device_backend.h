@@ -1,0 +1,118 @@
+#pragma once
+
+#include "compiler.h"
+#include "core/diagnosis.h"
+
+#include <hone/kernel.h>
+
+#include <nlohmann/json.hpp>
+
+#include <cstddef>
+#include <memory>
+#include <vector>
+#include <string>
+
+/// What the evaluator needs from a device: compile, load, memory, run, time, ceilings.
+/// The CPU implements it now; CUDA (driver API + NVRTC) and HIP plug in beside it.
+namespace hone::backends {
+
+/// A loaded translation unit's hone_run, callable with buffers of the backend that loaded it.
+class LoadedKernel {
+public:
+    virtual ~LoadedKernel() = default;
+    /// Calls hone_run; exceptions thrown by candidate code propagate.
+    virtual int run(const hone_args& args) = 0;
+};
+
+/// Held for a whole timing stage so that workers sharing a device never time concurrently.
+class TimingLock {
+public:
+    virtual ~TimingLock() = default;
+};
+
+/// A buffer a timed kernel touches.
+struct MemRegion {
+    const void* data = nullptr;
+    size_t bytes = 0;
+};
+
+class DeviceBackend {
+public:
+    virtual ~DeviceBackend() = default;
+
+    /// "cpu", "cuda", "hip".
+    virtual std::string kind() const = 0;
+    /// "cpu: Intel(R) Xeon(R) Processor (2 cores)": names the device in results and ceilings.
+    virtual std::string deviceName() const = 0;
+    /// Entries of the hello reply's `devices`.
+    virtual nlohmann::json devices() const = 0;
+    /// Whether candidates in `lang` ("cpp", "cuda", "hip") can be built for this device.
+    virtual bool acceptsLang(const std::string& lang) const = 0;
+    /// Compiler identification for results ("g++ (Debian 12.2.0-14) 12.2.0").
+    virtual std::string compilerVersion() = 0;
+    /// The flags a compile of `job` gets, as one string, for the result's environment.
+    virtual std::string flagsFor(const CompileJob& job) const = 0;
+
+    virtual CompileOutput compile(const CompileJob& job) = 0;
+    /// nullptr with `error` set when the object cannot be loaded or exports no hone_run;
+    /// `missingEntry` tells the two apart.
+    virtual std::unique_ptr<LoadedKernel> load(
+        const CompileOutput& object, std::string& error, bool& missingEntry)
+        = 0;
+
+    /// Device memory; throws std::bad_alloc when there is not enough.
+    virtual void* allocate(size_t bytes) = 0;
+    virtual void release(void* p) noexcept = 0;
+    virtual void upload(void* device, const void* host, size_t bytes) = 0;
+    virtual void download(void* host, const void* device, size_t bytes) = 0;
+    /// Passed to hone_run as `stream`; null on the CPU.
+    virtual void* stream() = 0;
+
+    /// Runs once and returns the wall time in ns until the whole device is idle again (so
+    /// work on side streams counts). `rc` gets hone_run's return value.
+    virtual double timedRun(LoadedKernel& kernel, const hone_args& args, int& rc) = 0;
+    /// Evicts the kernel's working set (its input, output and workspace buffers) from the
+    /// caches between timed runs, so every run starts cold.
+    virtual void flushCaches(const std::vector<MemRegion>& workingSet) = 0;
+    virtual std::unique_ptr<TimingLock> lockForTiming() = 0;
+
+    /// The device's measured ceilings, cached on disk per device and compiler; `force`
+    /// measures again. Throws std::runtime_error when they cannot be measured.
+    virtual core::Ceilings ceilings(bool force, bool* cached) = 0;
+};
+
+/// Device memory owned for one scope.
+class DeviceBuffer {
+public:
+    DeviceBuffer(DeviceBackend& backend, size_t bytes)
+        : m_backend(&backend)
+        , m_ptr(backend.allocate(bytes))
+        , m_bytes(bytes)
+    {
+    }
+    DeviceBuffer(const DeviceBuffer&) = delete;
+    DeviceBuffer& operator=(const DeviceBuffer&) = delete;
+    DeviceBuffer(DeviceBuffer&& other) noexcept
+        : m_backend(other.m_backend)
+        , m_ptr(other.m_ptr)
+        , m_bytes(other.m_bytes)
+    {
+        other.m_ptr = nullptr;
+    }
+    DeviceBuffer& operator=(DeviceBuffer&&) = delete;
+    ~DeviceBuffer()
+    {
+        if (m_ptr)
+            m_backend->release(m_ptr);
+    }
+
+    void* get() const { return m_ptr; }
+    size_t bytes() const { return m_bytes; }
+
+private:
+    DeviceBackend* m_backend;
+    void* m_ptr;
+    size_t m_bytes;
+};
+
+} // namespace hone::backends

@@ -1,0 +1,226 @@
+#include "eval_request.h"
+
+#include <algorithm>
+#include <cmath>
+#include <set>
+
+namespace hone::backends {
+namespace {
+
+const nlohmann::json& member(const nlohmann::json& obj, const char* key, const std::string& where)
+{
+    auto it = obj.find(key);
+    if (it == obj.end() || it->is_null())
+        throw RequestError(where + " has no '" + key + "'");
+    return *it;
+}
+
+std::string text(const nlohmann::json& obj, const char* key, const std::string& where,
+    const std::string& fallback, bool needed)
+{
+    auto it = obj.find(key);
+    if (it == obj.end() || it->is_null()) {
+        if (needed)
+            throw RequestError(where + " has no '" + key + "' string");
+        return fallback;
+    }
+    if (!it->is_string())
+        throw RequestError(where + "." + key + " is not a string");
+    return it->get<std::string>();
+}
+
+double number(const nlohmann::json& obj, const char* key, const std::string& where, double fallback)
+{
+    auto it = obj.find(key);
+    if (it == obj.end() || it->is_null())
+        return fallback;
+    if (!it->is_number())
+        throw RequestError(where + "." + key + " is not a number");
+    return it->get<double>();
+}
+
+/// A knob value as the -D text: strings as they are, integers without a decimal point.
+std::string knobText(const nlohmann::json& v, const std::string& where)
+{
+    if (v.is_string())
+        return v.get<std::string>();
+    if (v.is_number_integer())
+        return std::to_string(v.get<int64_t>());
+    if (v.is_number())
+        return nlohmann::json(v.get<double>()).dump();
+    if (v.is_boolean())
+        return v.get<bool>() ? "1" : "0";
+    throw RequestError(where + " is not a string or number");
+}
+
+SourceSpec parseSource(const nlohmann::json& j, const std::string& where, const std::string& defaultName)
+{
+    if (!j.is_object())
+        throw RequestError(where + " is not an object");
+    SourceSpec s;
+    s.name = text(j, "name", where, defaultName, false);
+    s.lang = text(j, "lang", where, "cpp", false);
+    s.source = text(j, "source", where, "", true);
+    s.flags = text(j, "flags", where, "", false);
+    if (auto k = j.find("knobs"); k != j.end() && !k->is_null()) {
+        if (!k->is_object())
+            throw RequestError(where + ".knobs is not an object");
+        for (auto it = k->begin(); it != k->end(); ++it)
+            s.knobs[it.key()] = knobText(it.value(), where + ".knobs." + it.key());
+    }
+    return s;
+}
+
+ShapeSpec parseShape(const nlohmann::json& j, const std::string& set, size_t index)
+{
+    const std::string where = "problem." + set + "[" + std::to_string(index) + "]";
+    if (!j.is_object())
+        throw RequestError(where + " is not an object");
+    ShapeSpec s;
+    s.label = text(j, "label", where, set + "[" + std::to_string(index) + "]", false);
+    if (auto sym = j.find("symbols"); sym != j.end() && !sym->is_null()) {
+        if (!sym->is_object())
+            throw RequestError(where + ".symbols is not an object");
+        for (auto it = sym->begin(); it != sym->end(); ++it) {
+            if (!it->is_number())
+                throw RequestError(where + ".symbols." + it.key() + " is not a number");
+            s.symbols[it.key()] = it->get<double>();
+        }
+    }
+    s.flops = number(j, "flops", where, 0);
+    s.bytes = number(j, "bytes", where, 0);
+    s.inputs = parseTensors(j, "inputs", where);
+    s.outputs = parseTensors(j, "outputs", where);
+    if (s.outputs.empty())
+        throw RequestError(where + " has no outputs; there would be nothing to check");
+    return s;
+}
+
+std::vector<ShapeSpec> parseShapes(const nlohmann::json& problem, const char* set, bool needed)
+{
+    std::vector<ShapeSpec> out;
+    auto it = problem.find(set);
+    if (it == problem.end() || it->is_null()) {
+        if (needed)
+            throw RequestError(std::string("problem has no '") + set + "' shapes");
+        return out;
+    }
+    if (!it->is_array())
+        throw RequestError(std::string("problem.") + set + " is not an array");
+    for (size_t i = 0; i < it->size(); ++i)
+        out.push_back(parseShape((*it)[i], set, i));
+    if (needed && out.empty())
+        throw RequestError(std::string("problem.") + set + " is empty");
+    return out;
+}
+
+} // namespace
+
+std::string requestId(const nlohmann::json& request)
+{
+    if (!request.is_object())
+        return {};
+    auto it = request.find("id");
+    if (it == request.end())
+        return {};
+    if (it->is_string())
+        return it->get<std::string>();
+    if (it->is_number_integer())
+        return std::to_string(it->get<int64_t>());
+    return {};
+}
+
+EvalRequest parseEvalRequest(const nlohmann::json& request)
+{
+    EvalRequest r;
+    r.id = requestId(request);
+
+    // Stages: compile is implied by anything else; names this backend does not know (a
+    // GPU "profile") are ignored.
+    if (auto st = request.find("stages"); st != request.end() && !st->is_null()) {
+        if (!st->is_array())
+            throw RequestError("'stages' is not an array");
+        r.wantCheck = r.wantTime = false;
+        for (const auto& s : *st) {
+            if (!s.is_string())
+                throw RequestError("'stages' holds a value that is not a string");
+            r.wantCheck |= s == "check";
+            r.wantTime |= s == "time";
+        }
+    }
+
+    const nlohmann::json& problem = member(request, "problem", "the eval request");
+    if (!problem.is_object())
+        throw RequestError("'problem' is not an object");
+    r.problemName = text(problem, "name", "problem", "", false);
+    if (r.wantCheck || r.wantTime)
+        r.reference
+            = parseSource(member(problem, "reference", "problem"), "problem.reference", "reference.cpp");
+    if (auto p = problem.find("params"); p != problem.end() && !p->is_null()) {
+        if (!p->is_object())
+            throw RequestError("problem.params is not an object");
+        for (auto it = p->begin(); it != p->end(); ++it) {
+            if (!it->is_number())
+                throw RequestError("problem.params." + it.key() + " is not a number");
+            r.params[it.key()] = it->get<double>();
+        }
+    }
+    if (auto t = problem.find("tolerance"); t != problem.end() && !t->is_null()) {
+        if (!t->is_object())
+            throw RequestError("problem.tolerance is not an object");
+        r.tolerance = *t;
+    }
+    r.check = parseShapes(problem, "check", r.wantCheck);
+    r.bench = parseShapes(problem, "bench", r.wantTime);
+
+    r.candidate = parseSource(member(request, "candidate", "the eval request"), "candidate", "candidate.cpp");
+    if (auto b = request.find("baseline"); b != request.end() && !b->is_null())
+        r.baseline = parseSource(*b, "baseline", "baseline.cpp");
+
+    if (auto c = request.find("config"); c != request.end() && !c->is_null()) {
+        if (!c->is_object())
+            throw RequestError("'config' is not an object");
+        if (auto s = c->find("seeds"); s != c->end() && !s->is_null()) {
+            if (!s->is_array())
+                throw RequestError("config.seeds is not an array");
+            for (const auto& v : *s) {
+                if (!v.is_number_integer() || v.get<int64_t>() < 0)
+                    throw RequestError("config.seeds holds a value that is not a non-negative integer");
+                r.seeds.push_back(v.get<uint64_t>());
+            }
+        }
+        r.samples = static_cast<int>(std::clamp(number(*c, "samples", "config", 25), 20.0, 100000.0));
+        r.warmup = static_cast<int>(std::clamp(number(*c, "warmup", "config", 3), 0.0, 1000.0));
+        const double shape = number(*c, "timing_shape", "config", 0);
+        if (shape < 0 || shape != std::floor(shape))
+            throw RequestError("config.timing_shape is not a non-negative integer");
+        r.timingShape = static_cast<size_t>(shape);
+    }
+    if (r.seeds.empty())
+        r.seeds = { 1, 2, 3 };
+    // At least three distinct seeds, whatever was asked: one lucky seed proves little.
+    std::set<uint64_t> seen;
+    std::vector<uint64_t> unique;
+    for (uint64_t s : r.seeds)
+        if (seen.insert(s).second)
+            unique.push_back(s);
+    uint64_t next = *std::max_element(unique.begin(), unique.end()) + 1;
+    while (unique.size() < 3)
+        unique.push_back(next++);
+    r.seeds = unique;
+    if (r.wantTime && r.timingShape >= r.bench.size())
+        throw RequestError("config.timing_shape " + std::to_string(r.timingShape)
+            + " is out of range; problem.bench has " + std::to_string(r.bench.size()) + " shapes");
+
+    if (auto l = request.find("limits"); l != request.end() && !l->is_null()) {
+        if (!l->is_object())
+            throw RequestError("'limits' is not an object");
+        r.compileSeconds = number(*l, "compile_s", "limits", 120);
+        r.runSeconds = number(*l, "run_s", "limits", 60);
+        if (!(r.compileSeconds > 0))
+            throw RequestError("limits.compile_s must be positive");
+    }
+    return r;
+}
+
+} // namespace hone::backends

@@ -1,0 +1,60 @@
+#pragma once
+
+#include "tensors.h"
+
+#include <nlohmann/json.hpp>
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+/// An `eval` request (docs/FORMATS.md), read and validated up front so that a malformed
+/// request fails with a message naming the field before anything is compiled.
+namespace hone::backends {
+
+struct SourceSpec {
+    std::string name; // "tuned.cpp"
+    std::string lang; // "cpp"
+    std::string source;
+    std::map<std::string, std::string> knobs; // NAME -> value, compiled as -DNAME=value
+    std::string flags;
+};
+
+struct ShapeSpec {
+    std::string label; // "small[1]"
+    std::map<std::string, double> symbols;
+    double flops = 0;
+    double bytes = 0;
+    std::vector<TensorDesc> inputs;
+    std::vector<TensorDesc> outputs;
+};
+
+struct EvalRequest {
+    std::string id;
+    std::string problemName;
+    SourceSpec reference;
+    SourceSpec candidate;
+    std::optional<SourceSpec> baseline;
+    std::map<std::string, double> params;
+    nlohmann::json tolerance; // {"f32": {"atol":..,"rtol":..}}
+    std::vector<ShapeSpec> check;
+    std::vector<ShapeSpec> bench;
+    bool wantCheck = true;
+    bool wantTime = true;
+    std::vector<uint64_t> seeds; // at least 3, distinct
+    int samples = 25; // at least 20
+    int warmup = 3;
+    size_t timingShape = 0;
+    double compileSeconds = 120;
+    double runSeconds = 60;
+};
+
+/// The request's `id`, or "" when it has none (for failures of unparsable requests).
+std::string requestId(const nlohmann::json& request);
+
+/// Throws RequestError naming the offending field.
+EvalRequest parseEvalRequest(const nlohmann::json& request);
+
+} // namespace hone::backends

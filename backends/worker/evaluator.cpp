@@ -1,0 +1,495 @@
+#include "evaluator.h"
+
+#include "core/diagnosis.h"
+#include "core/protocol.h"
+#include "system_info.h"
+#include "timing.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <exception>
+#include <functional>
+#include <new>
+#include <stdexcept>
+
+namespace hone::backends {
+namespace {
+
+using core::protocol::FailureKind;
+
+/// Ends the evaluation with a failure of `kind` in `stage`.
+struct EvalFailure {
+    FailureKind kind;
+    std::string stage;
+    std::string message;
+};
+
+/// The hone_args of one call: tensors over the given buffers, the problem's params and the
+/// shape's symbols. Owns every array the struct points into.
+class KernelArgs {
+public:
+    KernelArgs(const ShapeSpec& shape, const std::map<std::string, double>& params, void* stream)
+    {
+        for (const auto& [name, value] : params)
+            m_params.push_back({ name.c_str(), value });
+        for (const auto& [name, value] : shape.symbols)
+            m_params.push_back({ name.c_str(), value });
+        m_args.abi_version = HONE_ABI_VERSION;
+        m_args.num_params = static_cast<int32_t>(m_params.size());
+        m_args.params = m_params.data();
+        m_args.stream = stream;
+        m_args.workspace = nullptr;
+        m_args.workspace_bytes = 0;
+    }
+
+    void bind(const std::vector<TensorDesc>& inputs, const std::vector<void*>& inputPtrs,
+        const std::vector<TensorDesc>& outputs, const std::vector<void*>& outputPtrs)
+    {
+        m_inputs = tensors(inputs, inputPtrs);
+        m_outputs = tensors(outputs, outputPtrs);
+        m_args.num_inputs = static_cast<int32_t>(m_inputs.size());
+        m_args.inputs = m_inputs.data();
+        m_args.num_outputs = static_cast<int32_t>(m_outputs.size());
+        m_args.outputs = m_outputs.data();
+    }
+
+    const hone_args& args() const { return m_args; }
+
+private:
+    static std::vector<hone_tensor> tensors(
+        const std::vector<TensorDesc>& descs, const std::vector<void*>& ptrs)
+    {
+        std::vector<hone_tensor> out;
+        for (size_t i = 0; i < descs.size(); ++i) {
+            hone_tensor t {};
+            t.name = descs[i].name.c_str();
+            t.data = ptrs[i];
+            t.dtype = descs[i].dtype;
+            t.rank = static_cast<int32_t>(descs[i].shape.size());
+            int64_t stride = 1;
+            for (int32_t d = t.rank - 1; d >= 0; --d) {
+                t.shape[d] = descs[i].shape[static_cast<size_t>(d)];
+                t.strides[d] = stride;
+                stride *= t.shape[d];
+            }
+            out.push_back(t);
+        }
+        return out;
+    }
+
+    std::vector<hone_param> m_params;
+    std::vector<hone_tensor> m_inputs;
+    std::vector<hone_tensor> m_outputs;
+    hone_args m_args {};
+};
+
+std::vector<HostTensor> makeTensors(const std::vector<TensorDesc>& descs)
+{
+    std::vector<HostTensor> out;
+    out.reserve(descs.size());
+    for (const auto& d : descs)
+        out.emplace_back(d);
+    return out;
+}
+
+std::vector<HostTensor> generateInputs(const ShapeSpec& shape, uint64_t seed)
+{
+    std::vector<HostTensor> inputs = makeTensors(shape.inputs);
+    for (size_t i = 0; i < inputs.size(); ++i) {
+        try {
+            inputs[i].fill(seed, shape.label, i);
+        } catch (const RequestError& e) {
+            throw EvalFailure { FailureKind::WorkerError, "check", shape.label + ": " + e.what() };
+        }
+    }
+    return inputs;
+}
+
+std::vector<void*> pointers(std::vector<HostTensor>& tensors)
+{
+    std::vector<void*> out;
+    for (auto& t : tensors)
+        out.push_back(t.data());
+    return out;
+}
+
+std::vector<void*> pointers(const std::vector<DeviceBuffer>& buffers)
+{
+    std::vector<void*> out;
+    for (const auto& b : buffers)
+        out.push_back(b.get());
+    return out;
+}
+
+/// Calls hone_run, turning its return code and anything it throws into the failure a user
+/// can act on. The reference's failures are the problem's, reported as worker_error.
+int guardedRun(
+    const std::function<int()>& call, bool isReference, const std::string& stage, const std::string& where)
+{
+    const std::string who = isReference ? "the reference's hone_run" : "hone_run";
+    const FailureKind kind = isReference ? FailureKind::WorkerError : FailureKind::RuntimeError;
+    int rc = 0;
+    try {
+        rc = call();
+    } catch (const std::bad_alloc&) {
+        throw EvalFailure { isReference ? FailureKind::WorkerError : FailureKind::MemoryLimit, stage,
+            who + " ran out of memory (std::bad_alloc) on " + where };
+    } catch (const std::exception& e) {
+        throw EvalFailure { kind, stage, who + " threw " + e.what() + " on " + where };
+    } catch (...) {
+        throw EvalFailure { kind, stage,
+            who + " threw an exception that is not a std::exception on " + where };
+    }
+    if (rc != 0)
+        throw EvalFailure { kind, stage, who + " returned " + std::to_string(rc) + " on " + where };
+    return rc;
+}
+
+/// A check whose candidate run itself failed (non-zero return, exception) is recorded too,
+/// so the per-seed table shows where it happened; the reference's failures are not the
+/// candidate's and are not recorded as checks.
+void recordRunFailure(
+    nlohmann::json& checks, const std::string& shape, uint64_t seed, bool afterTiming, const EvalFailure& f)
+{
+    if (f.kind == FailureKind::WorkerError)
+        return;
+    CheckOutcome outcome;
+    outcome.shape = shape;
+    outcome.seed = seed;
+    outcome.ok = false;
+    outcome.failure = f.kind;
+    outcome.message = f.message;
+    outcome.afterTiming = afterTiming;
+    checks.push_back(outcome.toJson());
+}
+
+} // namespace
+
+Evaluator::Evaluator(DeviceBackend& device, DeviceBackend& host, ProtocolChannel& channel)
+    : m_device(device)
+    , m_host(host)
+    , m_channel(channel)
+{
+}
+
+void Evaluator::progress(const std::string& stage, const std::string& detail)
+{
+    m_stage = stage;
+    m_channel.progress(m_id, stage, detail);
+}
+
+void Evaluator::build(DeviceBackend& backend, const SourceSpec& spec, const char* role, Built& built)
+{
+    const std::string roleName = role;
+    const bool isCandidate = roleName == "candidate";
+    // The candidate's faults are its own; a reference or baseline that fails is the problem's.
+    auto fail = [&](FailureKind kind, const std::string& message) -> EvalFailure {
+        if (isCandidate)
+            return EvalFailure { kind, m_stage, message };
+        return EvalFailure { FailureKind::WorkerError, m_stage,
+            "the " + roleName + " " + spec.name + ": " + message };
+    };
+    if (!backend.acceptsLang(spec.lang))
+        throw EvalFailure { FailureKind::WorkerError, m_stage,
+            roleName + " " + spec.name + " is '" + spec.lang + "' code, which the " + backend.kind()
+                + " backend of this worker cannot build" };
+    const std::string refused = refusedFlag(splitFlags(spec.flags));
+    if (!refused.empty())
+        throw fail(FailureKind::BadCandidate, refused);
+    for (const auto& [name, value] : spec.knobs) {
+        const std::string bad = badDefine(name, value);
+        if (!bad.empty())
+            throw fail(FailureKind::BadCandidate, bad);
+    }
+    if (spec.source.find("hone_run") == std::string::npos)
+        throw fail(FailureKind::BadCandidate,
+            "the source never mentions hone_run; it must define extern \"C\" int hone_run(const hone_args*)");
+
+    CompileJob job;
+    job.name = spec.name;
+    job.source = spec.source;
+    job.defines = spec.knobs;
+    job.flags = spec.flags;
+    job.timeLimitSeconds = m_request->compileSeconds;
+    built.compile = backend.compile(job);
+    const CompileOutput& c = built.compile;
+    if (!c.toolError.empty())
+        throw EvalFailure { FailureKind::WorkerError, m_stage, c.toolError };
+    if (c.timedOut)
+        throw fail(FailureKind::Timeout,
+            "compiling " + spec.name
+                + " took longer than limits.compile_s = " + formatNumber(job.timeLimitSeconds) + " s");
+    if (!c.ok)
+        throw fail(FailureKind::CompileError, c.firstError());
+
+    std::string error;
+    bool missingEntry = false;
+    built.kernel = backend.load(c, error, missingEntry);
+    if (!built.kernel)
+        throw fail(missingEntry ? FailureKind::BadCandidate : FailureKind::CompileError, error);
+}
+
+CheckOutcome Evaluator::checkOnce(
+    const ShapeSpec& shape, uint64_t seed, LoadedKernel& candidate, LoadedKernel& reference)
+{
+    const std::string where = shape.label + " seed " + std::to_string(seed);
+    const std::vector<HostTensor> inputs = generateInputs(shape, seed);
+
+    // The reference runs on its own copy of the inputs, on the host.
+    std::vector<HostTensor> refInputs(inputs.begin(), inputs.end());
+    std::vector<HostTensor> want = makeTensors(shape.outputs);
+    for (auto& w : want)
+        w.poison();
+    KernelArgs refArgs(shape, m_request->params, nullptr);
+    refArgs.bind(shape.inputs, pointers(refInputs), shape.outputs, pointers(want));
+    guardedRun([&] { return reference.run(refArgs.args()); }, true, m_stage, where);
+    if (const std::string bad = referenceProblem(want, shape.label, seed); !bad.empty())
+        throw EvalFailure { FailureKind::WorkerError, m_stage, bad };
+
+    // The candidate gets device copies; outputs start poisoned so unwritten elements show.
+    std::vector<DeviceBuffer> devInputs;
+    std::vector<uint64_t> checksums;
+    for (const auto& in : inputs) {
+        devInputs.emplace_back(m_device, in.bytes());
+        m_device.upload(devInputs.back().get(), in.data(), in.bytes());
+        checksums.push_back(in.checksum());
+    }
+    std::vector<HostTensor> got = makeTensors(shape.outputs);
+    std::vector<DeviceBuffer> devOutputs;
+    for (auto& g : got) {
+        g.poison();
+        devOutputs.emplace_back(m_device, g.bytes());
+        m_device.upload(devOutputs.back().get(), g.data(), g.bytes());
+    }
+    KernelArgs args(shape, m_request->params, m_device.stream());
+    args.bind(shape.inputs, pointers(devInputs), shape.outputs, pointers(devOutputs));
+    guardedRun([&] { return candidate.run(args.args()); }, false, m_stage, where);
+
+    for (size_t i = 0; i < got.size(); ++i)
+        m_device.download(got[i].data(), devOutputs[i].get(), got[i].bytes());
+    std::vector<HostTensor> inputsAfter = makeTensors(shape.inputs);
+    for (size_t i = 0; i < inputsAfter.size(); ++i)
+        m_device.download(inputsAfter[i].data(), devInputs[i].get(), inputsAfter[i].bytes());
+    return compareRun(shape.label, seed, inputs, checksums, inputsAfter, got, want, m_request->tolerance);
+}
+
+nlohmann::json Evaluator::timeCandidate(
+    const ShapeSpec& shape, LoadedKernel& candidate, LoadedKernel* baseline, double* medianSeconds)
+{
+    const EvalRequest& req = *m_request;
+    constexpr uint64_t kTimingSeed = 1;
+    const std::vector<HostTensor> inputs = generateInputs(shape, kTimingSeed);
+    std::vector<DeviceBuffer> devInputs;
+    for (const auto& in : inputs) {
+        devInputs.emplace_back(m_device, in.bytes());
+        m_device.upload(devInputs.back().get(), in.data(), in.bytes());
+    }
+    // Separate outputs, so neither kernel finds the other's results in place.
+    auto makeOutputs = [&] {
+        std::vector<DeviceBuffer> outs;
+        for (const auto& d : shape.outputs)
+            outs.emplace_back(m_device, d.bytes());
+        return outs;
+    };
+    const std::vector<DeviceBuffer> candOut = makeOutputs();
+    const std::vector<DeviceBuffer> baseOut = baseline ? makeOutputs() : std::vector<DeviceBuffer>();
+    KernelArgs candArgs(shape, req.params, m_device.stream());
+    candArgs.bind(shape.inputs, pointers(devInputs), shape.outputs, pointers(candOut));
+    KernelArgs baseArgs(shape, req.params, m_device.stream());
+    if (baseline)
+        baseArgs.bind(shape.inputs, pointers(devInputs), shape.outputs, pointers(baseOut));
+
+    auto timeOne = [&](LoadedKernel& k, const KernelArgs& a, bool isBaseline) {
+        int rc = 0;
+        double ns = 0;
+        guardedRun(
+            [&] {
+                ns = m_device.timedRun(k, a.args(), rc);
+                return rc;
+            },
+            false, m_stage, shape.label + (isBaseline ? " (baseline)" : ""));
+        return ns;
+    };
+
+    // A stage of its own: other workers on this device may be timing, and the wait says
+    // nothing about this candidate.
+    progress("wait",
+        "waiting for the " + m_device.kind() + " timing lock (one timing stage per device at a time)");
+    const auto lock = m_device.lockForTiming();
+    progress("time",
+        shape.label + ": " + std::to_string(req.warmup) + " warm-up and " + std::to_string(req.samples)
+            + " interleaved samples" + (baseline ? " against the baseline" : ""));
+    for (int i = 0; i < req.warmup; ++i) {
+        timeOne(candidate, candArgs, false);
+        if (baseline)
+            timeOne(*baseline, baseArgs, true);
+    }
+    std::vector<double> cand;
+    std::vector<double> base;
+    std::vector<double> ratios;
+    std::vector<MemRegion> workingSet;
+    for (const std::vector<DeviceBuffer>* group : {static_cast<const std::vector<DeviceBuffer>*>(&devInputs), &candOut, &baseOut})
+        for (const auto& b : *group)
+            workingSet.push_back(MemRegion {b.get(), b.bytes()});
+    for (int i = 0; i < req.samples; ++i) {
+        // Alternate who goes first, so drift (clocks, thermals) hits both alike.
+        const bool candidateFirst = i % 2 == 0 || !baseline;
+        double c = 0;
+        double b = 0;
+        if (candidateFirst) {
+            m_device.flushCaches(workingSet);
+            c = timeOne(candidate, candArgs, false);
+        }
+        if (baseline) {
+            m_device.flushCaches(workingSet);
+            b = timeOne(*baseline, baseArgs, true);
+        }
+        if (!candidateFirst) {
+            m_device.flushCaches(workingSet);
+            c = timeOne(candidate, candArgs, false);
+        }
+        cand.push_back(c);
+        if (baseline) {
+            base.push_back(b);
+            if (c > 0)
+                ratios.push_back(b / c);
+        }
+    }
+
+    const SampleStats cs = summarizeSamples(cand);
+    nlohmann::json timing = toJson(cs);
+    timing["shape"] = shape.label;
+    timing["warmup"] = req.warmup;
+    timing["seed"] = kTimingSeed;
+    if (baseline) {
+        timing["baseline"] = toJson(summarizeSamples(base));
+        timing["speedup"] = quantile(ratios, 0.5);
+    }
+    *medianSeconds = cs.medianNs * 1e-9;
+    return timing;
+}
+
+nlohmann::json Evaluator::evaluate(const nlohmann::json& request)
+{
+    m_id = requestId(request);
+    m_stage = "request";
+    nlohmann::json result = core::protocol::makeMessage("result");
+    result["id"] = m_id;
+    nlohmann::json checks = nlohmann::json::array();
+    EvalRequest req;
+    std::string flagsUsed;
+    Built candidate;
+    try {
+        try {
+            req = parseEvalRequest(request);
+        } catch (const RequestError& e) {
+            throw EvalFailure { FailureKind::WorkerError, "request",
+                std::string("bad eval request: ") + e.what() };
+        }
+        m_request = &req;
+        {
+            CompileJob shown;
+            shown.defines = req.candidate.knobs;
+            shown.flags = req.candidate.flags;
+            flagsUsed = m_device.flagsFor(shown);
+        }
+
+        progress("compile", "candidate " + req.candidate.name);
+        build(m_device, req.candidate, "candidate", candidate);
+        Built reference;
+        if (req.wantCheck || req.wantTime) {
+            progress("compile", "reference");
+            build(m_host, req.reference, "reference", reference);
+        }
+        Built baseline;
+        if (req.wantTime && req.baseline) {
+            progress("compile", "baseline " + req.baseline->name);
+            build(m_device, *req.baseline, "baseline", baseline);
+        }
+
+        if (req.wantCheck) {
+            const size_t total = req.check.size() * req.seeds.size();
+            size_t done = 0;
+            for (const auto& shape : req.check) {
+                for (uint64_t seed : req.seeds) {
+                    progress("check",
+                        shape.label + " seed " + std::to_string(seed) + " (" + std::to_string(++done) + " of "
+                            + std::to_string(total) + ")");
+                    CheckOutcome outcome;
+                    try {
+                        outcome = checkOnce(shape, seed, *candidate.kernel, *reference.kernel);
+                    } catch (const EvalFailure& f) {
+                        recordRunFailure(checks, shape.label, seed, false, f);
+                        throw;
+                    }
+                    checks.push_back(outcome.toJson());
+                    if (!outcome.ok)
+                        throw EvalFailure { *outcome.failure, "check", outcome.message };
+                }
+            }
+        }
+
+        if (req.wantTime) {
+            const ShapeSpec& shape = req.bench[req.timingShape];
+            double seconds = 0;
+            result["timing"] = timeCandidate(shape, *candidate.kernel, baseline.kernel.get(), &seconds);
+
+            // Fresh inputs after timing: a candidate that caches results across calls (or
+            // keys a cache on pointers) fails here.
+            constexpr uint64_t kRecheckSeed = 1000;
+            progress("recheck", shape.label + " seed " + std::to_string(kRecheckSeed) + " after timing");
+            CheckOutcome outcome;
+            try {
+                outcome = checkOnce(shape, kRecheckSeed, *candidate.kernel, *reference.kernel);
+            } catch (const EvalFailure& f) {
+                recordRunFailure(checks, shape.label, kRecheckSeed, true, f);
+                throw;
+            }
+            outcome.afterTiming = true;
+            checks.push_back(outcome.toJson());
+            if (!outcome.ok)
+                throw EvalFailure { *outcome.failure, "recheck", "after timing: " + outcome.message };
+
+            progress("diagnose", "roofline against the device's measured ceilings");
+            core::Ceilings ceilings;
+            std::string ceilingsError;
+            try {
+                ceilings = m_device.ceilings(false, nullptr);
+            } catch (const std::exception& e) {
+                ceilingsError = e.what();
+            }
+            const core::Roofline roofline
+                = core::computeRoofline(shape.flops, shape.bytes, seconds, ceilings);
+            core::Diagnosis diagnosis = core::diagnose(roofline);
+            if (!ceilingsError.empty())
+                diagnosis.evidence += " (ceilings unavailable: " + ceilingsError + ")";
+            result["roofline"] = core::toJson(roofline);
+            result["diagnosis"] = core::toJson(diagnosis);
+        }
+        result["status"] = "ok";
+    } catch (const EvalFailure& f) {
+        result["status"] = "failed";
+        result["failure"] = { { "kind", core::protocol::failureKindName(f.kind) }, { "stage", f.stage },
+            { "message", f.message } };
+    } catch (const std::bad_alloc&) {
+        result["status"] = "failed";
+        result["failure"] = { { "kind", "memory_limit" }, { "stage", m_stage },
+            { "message", "the worker ran out of memory (std::bad_alloc) in stage " + m_stage } };
+    } catch (const std::exception& e) {
+        result["status"] = "failed";
+        result["failure"] = { { "kind", "worker_error" }, { "stage", m_stage },
+            { "message", std::string("worker error in stage ") + m_stage + ": " + e.what() } };
+    }
+    // The candidate's compile record, also (above all) when it failed to compile.
+    if (!candidate.compile.command.empty() || !candidate.compile.toolError.empty())
+        result["compile"] = candidate.compile.toJson();
+    result["checks"] = checks;
+    result["environment"] = { { "device", m_device.deviceName() }, { "backend", m_device.kind() },
+        { "compiler", m_device.compilerVersion() }, { "cores", cpuCores() }, { "host", hostName() },
+        { "flags", flagsUsed } };
+    m_request = nullptr;
+    m_channel.clearContext();
+    return result;
+}
+
+} // namespace hone::backends

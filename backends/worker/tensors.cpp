@@ -1,0 +1,467 @@
+#include "tensors.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+#include <limits>
+#include <new>
+
+namespace hone::backends {
+namespace {
+
+constexpr uint32_t kPoisonF32 = 0x7FC0DEADu;
+constexpr uint64_t kPoisonF64 = 0x7FF8DEADBEEFDEADull;
+constexpr uint16_t kPoisonF16 = 0x7E01u;
+constexpr uint16_t kPoisonBF16 = 0x7FC1u;
+constexpr unsigned char kPoisonByte = 0xA5;
+
+uint64_t splitmix64(uint64_t& state)
+{
+    uint64_t z = (state += 0x9E3779B97F4A7C15ull);
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    return z ^ (z >> 31);
+}
+
+uint64_t fnv1a(const void* data, size_t n, uint64_t h = 0xCBF29CE484222325ull)
+{
+    const auto* p = static_cast<const unsigned char*>(data);
+    for (size_t i = 0; i < n; ++i) {
+        h ^= p[i];
+        h *= 0x100000001B3ull;
+    }
+    return h;
+}
+
+double number(const nlohmann::json& init, const char* key, double fallback)
+{
+    if (!init.is_object())
+        return fallback;
+    auto it = init.find(key);
+    if (it == init.end() || it->is_null())
+        return fallback;
+    if (!it->is_number())
+        throw RequestError(std::string("init field '") + key + "' is not a number");
+    return it->get<double>();
+}
+
+double required(const nlohmann::json& init, const char* key, const std::string& dist)
+{
+    if (!init.is_object() || !init.contains(key))
+        throw RequestError("init '" + dist + "' needs a '" + key + "' number");
+    return number(init, key, 0);
+}
+
+template <typename T> T clampTo(double v)
+{
+    if (std::isnan(v))
+        return 0;
+    const double lo = static_cast<double>(std::numeric_limits<T>::lowest());
+    const double hi = static_cast<double>(std::numeric_limits<T>::max());
+    return static_cast<T>(std::clamp(v, lo, hi));
+}
+
+} // namespace
+
+hone_dtype dtypeFromName(const std::string& name)
+{
+    if (name == "f32")
+        return HONE_F32;
+    if (name == "f16")
+        return HONE_F16;
+    if (name == "bf16")
+        return HONE_BF16;
+    if (name == "f64")
+        return HONE_F64;
+    if (name == "i32")
+        return HONE_I32;
+    if (name == "i64")
+        return HONE_I64;
+    if (name == "u8")
+        return HONE_U8;
+    throw RequestError("unknown dtype '" + name + "'; expected one of f32, f16, bf16, f64, i32, i64, u8");
+}
+
+const char* dtypeName(hone_dtype t)
+{
+    switch (t) {
+    case HONE_F32:
+        return "f32";
+    case HONE_F16:
+        return "f16";
+    case HONE_BF16:
+        return "bf16";
+    case HONE_F64:
+        return "f64";
+    case HONE_I32:
+        return "i32";
+    case HONE_I64:
+        return "i64";
+    case HONE_U8:
+        return "u8";
+    }
+    return "?";
+}
+
+size_t dtypeSize(hone_dtype t)
+{
+    switch (t) {
+    case HONE_F32:
+    case HONE_I32:
+        return 4;
+    case HONE_F16:
+    case HONE_BF16:
+        return 2;
+    case HONE_F64:
+    case HONE_I64:
+        return 8;
+    case HONE_U8:
+        return 1;
+    }
+    return 1;
+}
+
+bool isFloat(hone_dtype t)
+{
+    return t == HONE_F32 || t == HONE_F16 || t == HONE_BF16 || t == HONE_F64;
+}
+
+size_t TensorDesc::numel() const
+{
+    size_t n = 1;
+    for (int64_t d : shape)
+        n *= static_cast<size_t>(d);
+    return n;
+}
+
+std::vector<TensorDesc> parseTensors(const nlohmann::json& shape, const char* key, const std::string& where)
+{
+    auto list = shape.find(key);
+    if (list == shape.end() || !list->is_array())
+        throw RequestError(where + " has no '" + key + "' array");
+    std::vector<TensorDesc> out;
+    for (size_t i = 0; i < list->size(); ++i) {
+        const auto& t = (*list)[i];
+        const std::string at = where + "." + key + "[" + std::to_string(i) + "]";
+        if (!t.is_object() || !t.contains("name") || !t["name"].is_string())
+            throw RequestError(at + " has no string 'name'");
+        TensorDesc d;
+        d.name = t["name"].get<std::string>();
+        if (!t.contains("dtype") || !t["dtype"].is_string())
+            throw RequestError(at + " ('" + d.name + "') has no string 'dtype'");
+        try {
+            d.dtype = dtypeFromName(t["dtype"].get<std::string>());
+        } catch (const RequestError& e) {
+            throw RequestError(at + " ('" + d.name + "'): " + e.what());
+        }
+        if (!t.contains("shape") || !t["shape"].is_array())
+            throw RequestError(at + " ('" + d.name + "') has no 'shape' array");
+        if (t["shape"].size() > HONE_MAX_RANK)
+            throw RequestError(at + " ('" + d.name + "') has rank " + std::to_string(t["shape"].size())
+                + "; at most " + std::to_string(HONE_MAX_RANK) + " is supported");
+        double total = 1;
+        for (const auto& dim : t["shape"]) {
+            if (!dim.is_number_integer() || dim.get<int64_t>() < 0)
+                throw RequestError(
+                    at + " ('" + d.name + "') has a shape entry that is not a non-negative integer");
+            d.shape.push_back(dim.get<int64_t>());
+            total *= static_cast<double>(d.shape.back());
+        }
+        if (total * static_cast<double>(dtypeSize(d.dtype)) > static_cast<double>(1ull << 40))
+            throw RequestError(at + " ('" + d.name + "') would take more than 1 TiB");
+        if (t.contains("init"))
+            d.init = t["init"];
+        out.push_back(std::move(d));
+    }
+    return out;
+}
+
+void HostTensor::Free::operator()(unsigned char* p) const
+{
+    std::free(p);
+}
+
+HostTensor::HostTensor(TensorDesc desc)
+    : m_desc(std::move(desc))
+    , m_numel(m_desc.numel())
+    , m_bytes(m_desc.bytes())
+{
+    // Never a null pointer, even for an empty tensor; 64-byte aligned for vector loads.
+    const size_t alloc = std::max<size_t>(64, (m_bytes + 63) / 64 * 64);
+    m_data.reset(static_cast<unsigned char*>(std::aligned_alloc(64, alloc)));
+    if (!m_data)
+        throw std::bad_alloc();
+    std::memset(m_data.get(), 0, alloc);
+}
+
+HostTensor::HostTensor(const HostTensor& other)
+    : HostTensor(other.m_desc)
+{
+    std::memcpy(m_data.get(), other.m_data.get(), m_bytes);
+}
+
+double HostTensor::at(size_t i) const
+{
+    const unsigned char* p = m_data.get() + i * dtypeSize(m_desc.dtype);
+    switch (m_desc.dtype) {
+    case HONE_F32: {
+        float v;
+        std::memcpy(&v, p, 4);
+        return v;
+    }
+    case HONE_F64: {
+        double v;
+        std::memcpy(&v, p, 8);
+        return v;
+    }
+    case HONE_F16: {
+        uint16_t v;
+        std::memcpy(&v, p, 2);
+        return hone_f16_to_f32(v);
+    }
+    case HONE_BF16: {
+        uint16_t v;
+        std::memcpy(&v, p, 2);
+        return hone_bf16_to_f32(v);
+    }
+    case HONE_I32: {
+        int32_t v;
+        std::memcpy(&v, p, 4);
+        return v;
+    }
+    case HONE_I64: {
+        int64_t v;
+        std::memcpy(&v, p, 8);
+        return static_cast<double>(v);
+    }
+    case HONE_U8:
+        return *p;
+    }
+    return 0;
+}
+
+bool HostTensor::isPoison(size_t i) const
+{
+    const size_t size = dtypeSize(m_desc.dtype);
+    const unsigned char* p = m_data.get() + i * size;
+    switch (m_desc.dtype) {
+    case HONE_F32: {
+        uint32_t v;
+        std::memcpy(&v, p, 4);
+        return v == kPoisonF32;
+    }
+    case HONE_F64: {
+        uint64_t v;
+        std::memcpy(&v, p, 8);
+        return v == kPoisonF64;
+    }
+    case HONE_F16:
+    case HONE_BF16: {
+        uint16_t v;
+        std::memcpy(&v, p, 2);
+        return v == (m_desc.dtype == HONE_F16 ? kPoisonF16 : kPoisonBF16);
+    }
+    case HONE_I32:
+    case HONE_I64:
+    case HONE_U8:
+        for (size_t b = 0; b < size; ++b)
+            if (p[b] != kPoisonByte)
+                return false;
+        return true;
+    }
+    return false;
+}
+
+void HostTensor::poison()
+{
+    unsigned char* p = m_data.get();
+    switch (m_desc.dtype) {
+    case HONE_F32:
+        for (size_t i = 0; i < m_numel; ++i)
+            std::memcpy(p + 4 * i, &kPoisonF32, 4);
+        break;
+    case HONE_F64:
+        for (size_t i = 0; i < m_numel; ++i)
+            std::memcpy(p + 8 * i, &kPoisonF64, 8);
+        break;
+    case HONE_F16:
+    case HONE_BF16: {
+        const uint16_t v = m_desc.dtype == HONE_F16 ? kPoisonF16 : kPoisonBF16;
+        for (size_t i = 0; i < m_numel; ++i)
+            std::memcpy(p + 2 * i, &v, 2);
+        break;
+    }
+    case HONE_I32:
+    case HONE_I64:
+    case HONE_U8:
+        std::memset(p, kPoisonByte, m_bytes);
+        break;
+    }
+}
+
+uint64_t HostTensor::checksum() const
+{
+    return fnv1a(m_data.get(), m_bytes);
+}
+
+void HostTensor::fill(uint64_t seed, const std::string& shapeLabel, size_t tensorIndex)
+{
+    uint64_t mix
+        = seed ^ fnv1a(shapeLabel.data(), shapeLabel.size()) ^ (0xD1B54A32D192ED03ull * (tensorIndex + 1));
+    Rng rng(splitmix64(mix));
+    const nlohmann::json& init = m_desc.init;
+    std::string dist = "normal";
+    if (init.is_object() && init.contains("dist")) {
+        if (!init["dist"].is_string())
+            throw RequestError("input '" + m_desc.name + "': init 'dist' is not a string");
+        dist = init["dist"].get<std::string>();
+    }
+    const bool floating = isFloat(m_desc.dtype);
+    unsigned char* p = m_data.get();
+    auto store = [&](size_t i, double v) {
+        switch (m_desc.dtype) {
+        case HONE_F32: {
+            const float f = static_cast<float>(v);
+            std::memcpy(p + 4 * i, &f, 4);
+            break;
+        }
+        case HONE_F64:
+            std::memcpy(p + 8 * i, &v, 8);
+            break;
+        case HONE_F16: {
+            const uint16_t h = hone_f32_to_f16(static_cast<float>(v));
+            std::memcpy(p + 2 * i, &h, 2);
+            break;
+        }
+        case HONE_BF16: {
+            const uint16_t h = hone_f32_to_bf16(static_cast<float>(v));
+            std::memcpy(p + 2 * i, &h, 2);
+            break;
+        }
+        case HONE_I32: {
+            const int32_t x = clampTo<int32_t>(std::nearbyint(v));
+            std::memcpy(p + 4 * i, &x, 4);
+            break;
+        }
+        case HONE_I64: {
+            const int64_t x = clampTo<int64_t>(std::nearbyint(v));
+            std::memcpy(p + 8 * i, &x, 8);
+            break;
+        }
+        case HONE_U8:
+            p[i] = clampTo<uint8_t>(std::nearbyint(v));
+            break;
+        }
+    };
+    const std::string who = "input '" + m_desc.name + "': ";
+    try {
+        if (dist == "normal") {
+            const double mean = number(init, "mean", 0.0);
+            const double stddev = number(init, "std", 1.0);
+            for (size_t i = 0; i < m_numel; ++i)
+                store(i, mean + stddev * rng.normal());
+        } else if (dist == "uniform") {
+            const double low = number(init, "low", 0.0);
+            const double high = number(init, "high", 1.0);
+            if (high < low)
+                throw RequestError("init 'uniform' has high < low");
+            if (floating) {
+                for (size_t i = 0; i < m_numel; ++i)
+                    store(i, low + (high - low) * rng.uniform01());
+            } else {
+                // Integers: every value of [low, high], both ends included.
+                const auto lo = static_cast<int64_t>(std::ceil(low));
+                const auto span = static_cast<int64_t>(std::floor(high)) - lo + 1;
+                if (span <= 0)
+                    throw RequestError("init 'uniform' holds no integer");
+                for (size_t i = 0; i < m_numel; ++i)
+                    store(i, static_cast<double>(lo + rng.below(span)));
+            }
+        } else if (dist == "randint") {
+            const auto lo = static_cast<int64_t>(number(init, "low", 0.0));
+            const auto hi = static_cast<int64_t>(required(init, "high", dist));
+            if (hi <= lo)
+                throw RequestError("init 'randint' needs high > low (high is exclusive)");
+            for (size_t i = 0; i < m_numel; ++i)
+                store(i, static_cast<double>(lo + rng.below(hi - lo)));
+        } else if (dist == "offsets") {
+            if (floating || m_desc.shape.size() != 1)
+                throw RequestError("init 'offsets' needs a rank-1 integer tensor");
+            const auto total = static_cast<int64_t>(required(init, "total", dist));
+            if (total < 0)
+                throw RequestError("init 'offsets' needs total >= 0");
+            // Sorted, first 0, last `total`: random cut points give random segment lengths.
+            std::vector<int64_t> cuts(m_numel, 0);
+            if (m_numel >= 2) {
+                cuts[m_numel - 1] = total;
+                for (size_t i = 1; i + 1 < m_numel; ++i)
+                    cuts[i] = rng.below(total + 1);
+                std::sort(cuts.begin() + 1, cuts.end() - 1);
+            }
+            for (size_t i = 0; i < m_numel; ++i)
+                store(i, static_cast<double>(cuts[i]));
+        } else {
+            throw RequestError(
+                "unknown init dist '" + dist + "'; expected normal, uniform, randint or offsets");
+        }
+    } catch (const RequestError& e) {
+        throw RequestError(who + e.what());
+    }
+}
+
+Rng::Rng(uint64_t seed)
+{
+    for (auto& s : m_s)
+        s = splitmix64(seed);
+}
+
+uint64_t Rng::next()
+{
+    auto rotl = [](uint64_t x, int k) { return (x << k) | (x >> (64 - k)); };
+    const uint64_t result = rotl(m_s[1] * 5, 7) * 9;
+    const uint64_t t = m_s[1] << 17;
+    m_s[2] ^= m_s[0];
+    m_s[3] ^= m_s[1];
+    m_s[1] ^= m_s[2];
+    m_s[0] ^= m_s[3];
+    m_s[2] ^= t;
+    m_s[3] = rotl(m_s[3], 45);
+    return result;
+}
+
+double Rng::uniform01()
+{
+    return static_cast<double>(next() >> 11) * 0x1.0p-53;
+}
+
+double Rng::normal()
+{
+    if (m_haveSpare) {
+        m_haveSpare = false;
+        return m_spare;
+    }
+    double u1 = uniform01();
+    while (u1 <= 0.0)
+        u1 = uniform01();
+    const double u2 = uniform01();
+    const double r = std::sqrt(-2.0 * std::log(u1));
+    const double theta = 2.0 * 3.14159265358979323846 * u2;
+    m_spare = r * std::sin(theta);
+    m_haveSpare = true;
+    return r * std::cos(theta);
+}
+
+int64_t Rng::below(int64_t n)
+{
+    if (n <= 1)
+        return 0;
+    const auto un = static_cast<uint64_t>(n);
+    const uint64_t limit = std::numeric_limits<uint64_t>::max() - std::numeric_limits<uint64_t>::max() % un;
+    uint64_t x = next();
+    while (x >= limit)
+        x = next();
+    return static_cast<int64_t>(x % un);
+}
+
+} // namespace hone::backends

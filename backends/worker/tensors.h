@@ -1,0 +1,96 @@
+#pragma once
+
+#include <hone/kernel.h>
+
+#include <nlohmann/json.hpp>
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+/// Host tensors of the worker: deterministic inputs, poisoned outputs, checksums.
+namespace hone::backends {
+
+/// A request the worker cannot act on (missing or ill-typed field); the message names it.
+class RequestError : public std::runtime_error {
+public:
+    using std::runtime_error::runtime_error;
+};
+
+hone_dtype dtypeFromName(const std::string& name); // throws RequestError
+const char* dtypeName(hone_dtype t);
+size_t dtypeSize(hone_dtype t);
+bool isFloat(hone_dtype t);
+
+/// One input or output of a resolved shape (docs/FORMATS.md).
+struct TensorDesc {
+    std::string name;
+    hone_dtype dtype = HONE_F32;
+    std::vector<int64_t> shape;
+    nlohmann::json init; // inputs: {"dist": ..., numbers}; may be null
+
+    size_t numel() const;
+    size_t bytes() const { return numel() * dtypeSize(dtype); }
+};
+
+/// Reads `inputs` or `outputs` of a resolved shape; `where` prefixes error messages.
+std::vector<TensorDesc> parseTensors(const nlohmann::json& shape, const char* key, const std::string& where);
+
+/// A 64-byte aligned host buffer holding one tensor.
+class HostTensor {
+public:
+    explicit HostTensor(TensorDesc desc); // throws std::bad_alloc
+    HostTensor(const HostTensor& other);
+    HostTensor& operator=(const HostTensor&) = delete;
+    HostTensor(HostTensor&&) noexcept = default;
+    HostTensor& operator=(HostTensor&&) noexcept = default;
+
+    const TensorDesc& desc() const { return m_desc; }
+    size_t numel() const { return m_numel; }
+    size_t bytes() const { return m_bytes; }
+    void* data() { return m_data.get(); }
+    const void* data() const { return m_data.get(); }
+
+    /// Element `i` widened to double (f16/bf16 through the kernel.h helpers).
+    double at(size_t i) const;
+    /// True when element `i` still holds the poison bit pattern.
+    bool isPoison(size_t i) const;
+    /// Fills every element with the poison pattern of its dtype (a NaN with a payload for
+    /// floats, 0xA5 bytes for integers).
+    void poison();
+    /// FNV-1a 64 over the bytes.
+    uint64_t checksum() const;
+
+    /// Draws the values from `desc().init` with a generator seeded by (seed, shape label,
+    /// tensor index), so every worker produces the same inputs for the same request.
+    void fill(uint64_t seed, const std::string& shapeLabel, size_t tensorIndex);
+
+private:
+    struct Free {
+        void operator()(unsigned char* p) const;
+    };
+    TensorDesc m_desc;
+    size_t m_numel = 0;
+    size_t m_bytes = 0;
+    std::unique_ptr<unsigned char[], Free> m_data;
+};
+
+/// xoshiro256** seeded through splitmix64.
+class Rng {
+public:
+    explicit Rng(uint64_t seed);
+    uint64_t next();
+    double uniform01(); // [0, 1)
+    double normal(); // Box-Muller, standard normal
+    int64_t below(int64_t n); // [0, n), unbiased
+
+private:
+    uint64_t m_s[4];
+    bool m_haveSpare = false;
+    double m_spare = 0;
+};
+
+} // namespace hone::backends

@@ -1,0 +1,561 @@
+#include "core/engine.h"
+
+#include "core/problem_spec.h"
+#include "core/sha256.h"
+#include "core/store.h"
+
+#include <chrono>
+#include <cmath>
+#include <deque>
+#include <map>
+
+namespace hone::core {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+/// Failures that say something about the candidate itself, so the same candidate on the same
+/// device fails the same way. A crash, timeout or dead worker may be the machine's fault and
+/// is evaluated again next time.
+bool cacheable(const protocol::EvalSummary& s)
+{
+    if (s.ok)
+        return true;
+    static const char* const kinds[] = {"bad_candidate", "compile_error", "runtime_error", "wrong_result", "nan",
+        "partial_write", "input_mutation"};
+    for (const char* k : kinds)
+        if (s.failureKind == k)
+            return true;
+    return false;
+}
+
+double rewardOf(const protocol::EvalSummary& s)
+{
+    return s.ok && s.speedup > 0 ? std::log2(1.0 + s.speedup) : 0.0;
+}
+
+KnobValues knobsFromJson(const nlohmann::json& j)
+{
+    KnobValues v;
+    if (j.is_object())
+        for (auto it = j.begin(); it != j.end(); ++it)
+            v[it.key()] = it->is_string() ? it->get<std::string>() : it->dump();
+    return v;
+}
+
+nlohmann::json knobsToJson(const KnobValues& v)
+{
+    nlohmann::json j = nlohmann::json::object();
+    for (const auto& [k, val] : v)
+        j[k] = val;
+    return j;
+}
+
+std::string langOf(const std::string& name)
+{
+    if (name.size() > 3 && name.ends_with(".cu"))
+        return "cuda";
+    if (name.size() > 4 && name.ends_with(".hip"))
+        return "hip";
+    return "cpp";
+}
+
+} // namespace
+
+nlohmann::json RunOptions::toJson() const
+{
+    return {{"problem_dir", std::filesystem::absolute(problemDir).string()}, {"target", target}, {"policy", policy},
+        {"budget", budget}, {"workers", workers}, {"seed", seed}, {"target_speedup", targetSpeedup},
+        {"stall", stall}, {"time_limit_s", timeLimitSeconds}, {"check_seeds", checkSeeds}, {"samples", samples},
+        {"warmup", warmup}, {"compile_limit_s", compileLimitSeconds}, {"run_limit_s", runLimitSeconds},
+        {"use_cache", useCache},
+        {"uct", {{"c", uct.exploration}, {"widen_k", uct.widenK}, {"widen_alpha", uct.widenAlpha},
+                    {"max_weight", uct.maxWeight}}}};
+}
+
+RunOptions RunOptions::fromJson(const nlohmann::json& j)
+{
+    RunOptions o;
+    o.problemDir = j.value("problem_dir", std::string());
+    o.target = j.value("target", o.target);
+    o.policy = j.value("policy", o.policy);
+    o.budget = j.value("budget", o.budget);
+    o.workers = j.value("workers", o.workers);
+    o.seed = j.value("seed", o.seed);
+    o.targetSpeedup = j.value("target_speedup", o.targetSpeedup);
+    o.stall = j.value("stall", o.stall);
+    o.timeLimitSeconds = j.value("time_limit_s", o.timeLimitSeconds);
+    o.checkSeeds = j.value("check_seeds", o.checkSeeds);
+    o.samples = j.value("samples", o.samples);
+    o.warmup = j.value("warmup", o.warmup);
+    o.compileLimitSeconds = j.value("compile_limit_s", o.compileLimitSeconds);
+    o.runLimitSeconds = j.value("run_limit_s", o.runLimitSeconds);
+    o.useCache = j.value("use_cache", o.useCache);
+    if (auto u = j.find("uct"); u != j.end() && u->is_object()) {
+        o.uct.exploration = u->value("c", o.uct.exploration);
+        o.uct.widenK = u->value("widen_k", o.uct.widenK);
+        o.uct.widenAlpha = u->value("widen_alpha", o.uct.widenAlpha);
+        o.uct.maxWeight = u->value("max_weight", o.uct.maxWeight);
+    }
+    return o;
+}
+
+Engine::Engine(Store& store, Executor& executor)
+    : m_store(store)
+    , m_executor(executor)
+{
+}
+
+void Engine::setup(const RunOptions& options)
+{
+    m_options = options;
+    if (m_options.workers < 1)
+        throw std::runtime_error("--workers must be at least 1");
+    if (m_options.budget < 1)
+        throw std::runtime_error("--budget must be at least 1");
+    if (m_options.checkSeeds.size() < 3)
+        throw std::runtime_error("at least 3 check seeds are required; got " + std::to_string(m_options.checkSeeds.size()));
+    ProblemSpec spec = loadProblem(m_options.problemDir);
+    m_problemHash = spec.contentHash;
+    m_problemJson = resolveProblem(spec);
+
+    nlohmann::json hello = m_executor.hello();
+    m_device.clear();
+    if (auto d = hello.find("devices"); d != hello.end() && d->is_array() && !d->empty()) {
+        const auto& dev = (*d)[0];
+        m_device = dev.value("kind", std::string("?")) + ": " + dev.value("name", std::string("?"));
+        if (dev.contains("cores"))
+            m_device += " (" + std::to_string(dev.value("cores", 0)) + " cores)";
+    }
+    m_toolchain = hello.value("compiler", std::string());
+    // Calibrate (or load the cached ceilings) once, before candidates are timed in parallel.
+    m_ceilings = m_executor.ceilings();
+
+    m_synth = KnobSynthesizer();
+    m_sources.clear();
+    for (const Seed& seed : spec.seeds) {
+        std::string hash = m_store.putSource(seed.lang, seed.fileName, seed.source);
+        KnobSpace space;
+        try {
+            space = parseKnobSpace(seed.source, (spec.dir / "seeds" / seed.fileName).string());
+        } catch (const KnobError& e) {
+            throw std::runtime_error(e.what());
+        }
+        m_synth.addSource(hash, std::move(space));
+        m_sources[hash] = {seed.fileName, seed.source};
+    }
+    const Seed* base = spec.baselineSeed();
+    if (!base)
+        throw std::runtime_error("problem " + spec.name + " has no baseline seed");
+    std::string baseHash = sha256Hex(base->source);
+    const KnobSpace* baseSpace = m_synth.space(baseHash);
+    KnobValues baseKnobs = baseSpace ? baseSpace->firstAdmissible().value_or(KnobValues {}) : KnobValues {};
+    m_baselineCandidate = {{"name", base->fileName}, {"lang", base->lang}, {"source", base->source},
+        {"knobs", knobsToJson(baseKnobs)}, {"flags", baseSpace ? baseSpace->flags : std::string()}};
+}
+
+Report Engine::run(const RunOptions& options, EngineObserver* observer)
+{
+    setup(options);
+    ProblemSpec spec = loadProblem(m_options.problemDir);
+    int64_t problemId = m_store.upsertProblem(spec);
+    m_session = m_store.createSession(problemId, m_options.target, m_options.policy, m_options.seed, m_options.toJson());
+    m_tree = SearchTree();
+    m_requeue.clear();
+    m_alreadyEvaluated = 0;
+    m_nextSeq = 0;
+
+    NodeRecord root;
+    root.id = 0;
+    root.parentId = -1;
+    root.seq = m_nextSeq++;
+    root.origin = "root";
+    root.op = "restart";
+    m_store.insertNode(m_session, root);
+
+    // The baseline seed is evaluated first: every later speedup is measured against it.
+    std::vector<const Seed*> order;
+    if (const Seed* b = spec.baselineSeed())
+        order.push_back(b);
+    for (const Seed& s : spec.seeds)
+        if (&s != spec.baselineSeed())
+            order.push_back(&s);
+    for (const Seed* s : order) {
+        std::string hash = sha256Hex(s->source);
+        const KnobSpace* space = m_synth.space(hash);
+        Node n;
+        n.parent = 0;
+        n.sourceHash = hash;
+        n.sourceName = s->fileName;
+        n.origin = "seed";
+        n.op = "restart";
+        if (space && !space->empty()) {
+            auto first = space->firstAdmissible();
+            if (!first)
+                throw std::runtime_error("seed " + s->fileName + ": no knob assignment satisfies its hone:require lines");
+            n.knobs = *first;
+        }
+        n.flags = space ? space->flags : std::string();
+        NodeId id = m_tree.add(n);
+        NodeRecord rec {id, 0, m_nextSeq++, hash, knobsToJson(n.knobs), n.flags, "seed", "restart", {}};
+        m_store.insertNode(m_session, rec);
+        m_requeue.push_back(id);
+        if (observer)
+            observer->nodeAdded(m_tree.node(id));
+    }
+    return loop(observer);
+}
+
+Report Engine::resume(int64_t sessionId, EngineObserver* observer, int extraBudget)
+{
+    auto rec = m_store.session(sessionId);
+    if (!rec)
+        throw std::runtime_error("no session " + std::to_string(sessionId) + " in store " + m_store.path().string()
+            + "; list sessions with 'hone show'");
+    RunOptions options = RunOptions::fromJson(rec->config);
+    options.budget += extraBudget;
+    setup(options);
+    if (m_problemHash != rec->problemHash)
+        throw std::runtime_error("problem " + options.problemDir.string() + " changed since session "
+            + std::to_string(sessionId) + " started (content hash " + m_problemHash.substr(0, 12) + " vs "
+            + rec->problemHash.substr(0, 12) + "); start a new session with 'hone run'");
+    m_session = sessionId;
+    m_tree = SearchTree();
+    m_requeue.clear();
+    m_alreadyEvaluated = 0;
+
+    auto nodes = m_store.nodes(sessionId);
+    std::map<int64_t, EvaluationRecord> evals;
+    for (auto& e : m_store.evaluations(sessionId))
+        evals.emplace(e.nodeId, std::move(e));
+    int64_t maxSeq = 0;
+    for (const NodeRecord& r : nodes) {
+        maxSeq = std::max(maxSeq, r.seq);
+        if (r.id == 0)
+            continue;
+        Node n;
+        n.parent = r.parentId;
+        n.sourceHash = r.sourceHash;
+        auto src = m_sources.find(r.sourceHash);
+        if (src != m_sources.end()) {
+            n.sourceName = src->second.first;
+        } else if (auto stored = m_store.source(r.sourceHash)) {
+            m_sources[r.sourceHash] = {stored->name, stored->text};
+            n.sourceName = stored->name;
+            m_synth.addSource(r.sourceHash, parseKnobSpace(stored->text, stored->name));
+        }
+        n.knobs = knobsFromJson(r.knobs);
+        n.flags = r.flags;
+        n.origin = r.origin;
+        n.op = r.op;
+        NodeId id = m_tree.add(n);
+        if (id != r.id)
+            throw std::runtime_error("session " + std::to_string(sessionId) + " has a gap in its node ids at "
+                + std::to_string(r.id) + "; the store is damaged");
+    }
+    std::vector<const NodeRecord*> bySeq;
+    for (const NodeRecord& r : nodes)
+        if (r.id != 0)
+            bySeq.push_back(&r);
+    std::sort(bySeq.begin(), bySeq.end(), [](auto* a, auto* b) { return a->seq < b->seq; });
+    for (const NodeRecord* r : bySeq) {
+        auto it = evals.find(r->id);
+        if (it == evals.end()) {
+            m_requeue.push_back(r->id);
+            continue;
+        }
+        const EvaluationRecord& e = it->second;
+        m_tree.setResult(r->id, e.status == "ok", e.speedup, e.failureKind);
+        ++m_alreadyEvaluated;
+    }
+    m_nextSeq = maxSeq + 1;
+    m_store.setSessionStatus(sessionId, "running", "");
+    return loop(observer);
+}
+
+Report Engine::loop(EngineObserver* observer)
+{
+    struct Arrived {
+        NodeId node = 0;
+        protocol::EvalSummary summary;
+        nlohmann::json result;
+        bool fromCache = false;
+    };
+    const int W = m_options.workers;
+    const auto started = Clock::now();
+    Progress progress;
+    progress.session = m_session;
+    progress.budget = m_options.budget;
+    progress.evaluations = m_alreadyEvaluated;
+    if (auto b = m_tree.best()) {
+        progress.bestNode = *b;
+        progress.bestSpeedup = m_tree.node(*b).speedup;
+    }
+    std::map<NodeId, protocol::EvalSummary> summaries;
+    std::map<NodeId, nlohmann::json> results;
+    for (const auto& e : m_store.evaluations(m_session)) {
+        try {
+            summaries[e.nodeId] = protocol::summarize(e.result);
+            results[e.nodeId] = e.result;
+        } catch (const protocol::ProtocolError&) {
+        }
+    }
+
+    std::deque<NodeId> requeue(m_requeue.begin(), m_requeue.end());
+    std::map<std::string, std::pair<int64_t, NodeId>> inFlight; // job id -> (k, node)
+    std::map<int64_t, Arrived> ready;
+    int64_t kNext = 0;
+    int64_t kApply = 0;
+    std::string stopReason;
+    int sinceImprovement = 0;
+    bool exhausted = false;
+    const NodeId baselineNode = 1;
+
+    auto emitProgress = [&] {
+        progress.inFlight = static_cast<int>(inFlight.size());
+        progress.elapsedSeconds = std::chrono::duration<double>(Clock::now() - started).count();
+        progress.evaluationsPerMinute
+            = progress.elapsedSeconds > 0 ? progress.fresh * 60.0 / progress.elapsedSeconds : 0.0;
+        if (observer)
+            observer->progressChanged(progress);
+    };
+
+    auto makeRequest = [&](NodeId id) {
+        const Node& n = m_tree.node(id);
+        const auto& src = m_sources.at(n.sourceHash);
+        nlohmann::json candidate = {{"name", src.first}, {"lang", langOf(src.first)}, {"source", src.second},
+            {"knobs", knobsToJson(n.knobs)}, {"flags", n.flags}};
+        nlohmann::json req = protocol::makeMessage("eval");
+        req["id"] = "s" + std::to_string(m_session) + "-n" + std::to_string(id);
+        req["problem"] = m_problemJson;
+        req["candidate"] = std::move(candidate);
+        req["baseline"] = m_baselineCandidate;
+        req["stages"] = {"compile", "check", "time"};
+        req["config"] = {{"seeds", m_options.checkSeeds}, {"samples", m_options.samples},
+            {"warmup", m_options.warmup}, {"timing_shape", 0}};
+        req["limits"] = {{"compile_s", m_options.compileLimitSeconds}, {"run_s", m_options.runLimitSeconds}};
+        return req;
+    };
+    auto cacheKeyOf = [&](const nlohmann::json& req) {
+        nlohmann::json keyed = {{"problem", m_problemHash}, {"candidate", req["candidate"]},
+            {"baseline", req["baseline"]}, {"config", req["config"]}, {"device", m_device},
+            {"toolchain", m_toolchain}};
+        return sha256Hex(keyed.dump());
+    };
+    auto storeResult = [&](NodeId id, const std::string& key, const protocol::EvalSummary& s,
+                           const nlohmann::json& result, bool fromCache) {
+        EvaluationRecord e;
+        e.nodeId = id;
+        e.cacheKey = cacheable(s) ? key : std::string();
+        e.status = s.ok ? "ok" : "failed";
+        e.failureKind = s.failureKind;
+        e.failureMessage = s.failureMessage;
+        e.medianNs = s.medianNs;
+        e.speedup = s.ok ? s.speedup : 0.0;
+        e.reward = rewardOf(s);
+        e.bound = s.bound;
+        e.device = m_device;
+        e.fromCache = fromCache;
+        e.result = result;
+        m_store.insertEvaluation(m_session, e);
+    };
+    auto summarizeSafely = [&](const std::string& id, nlohmann::json& result) {
+        try {
+            return protocol::summarize(result);
+        } catch (const protocol::ProtocolError& e) {
+            result = protocol::makeFailure(id, protocol::FailureKind::ProtocolError, "result", e.what());
+            return protocol::summarize(result);
+        }
+    };
+    std::map<NodeId, std::string> keys;
+
+    auto propose = [&]() -> std::optional<NodeId> {
+        if (!requeue.empty()) {
+            NodeId id = requeue.front();
+            requeue.pop_front();
+            return id;
+        }
+        for (int tries = 0; tries < 1000; ++tries) {
+            auto sel = m_tree.select(m_options.uct);
+            if (!sel)
+                return std::nullopt;
+            // One generator per proposal index: resume and replay make the same choice.
+            std::mt19937_64 rng(m_options.seed * 0x9E3779B97F4A7C15ull + static_cast<uint64_t>(m_nextSeq));
+            auto p = m_synth.propose(m_tree, *sel, rng);
+            if (!p) {
+                m_tree.markExhausted(*sel);
+                continue;
+            }
+            Node n;
+            n.parent = p->parent;
+            n.sourceHash = p->sourceHash;
+            n.sourceName = m_sources.at(p->sourceHash).first;
+            n.knobs = p->knobs;
+            n.flags = p->flags;
+            n.origin = p->origin;
+            n.op = "inherit";
+            NodeId id = m_tree.add(n);
+            NodeRecord rec {id, n.parent, m_nextSeq++, n.sourceHash, knobsToJson(n.knobs), n.flags, n.origin, n.op, {}};
+            m_store.insertNode(m_session, rec);
+            if (observer)
+                observer->nodeAdded(m_tree.node(id));
+            return id;
+        }
+        return std::nullopt;
+    };
+
+    auto apply = [&](Arrived& a) {
+        m_tree.removeVirtualLoss(a.node);
+        m_tree.setResult(a.node, a.summary.ok, a.summary.speedup, a.summary.failureKind);
+        summaries[a.node] = a.summary;
+        results[a.node] = a.result;
+        ++progress.evaluations;
+        if (a.fromCache)
+            ++progress.cacheHits;
+        if (!a.summary.ok)
+            ++progress.failures;
+        double before = progress.bestSpeedup;
+        if (a.summary.ok && a.summary.speedup > progress.bestSpeedup) {
+            progress.bestSpeedup = a.summary.speedup;
+            progress.bestNode = a.node;
+        }
+        sinceImprovement = progress.bestSpeedup > before * 1.01 ? 0 : sinceImprovement + 1;
+        if (observer)
+            observer->nodeEvaluated(m_tree.node(a.node), a.summary);
+        if (a.node == baselineNode && !a.summary.ok && stopReason.empty())
+            stopReason = "baseline seed failed (" + a.summary.failureKind + "): " + a.summary.failureMessage;
+        if (stopReason.empty() && m_options.targetSpeedup > 0 && progress.bestSpeedup >= m_options.targetSpeedup)
+            stopReason = "target speedup " + std::to_string(m_options.targetSpeedup) + "x reached";
+        if (stopReason.empty() && m_options.stall > 0 && sinceImprovement >= m_options.stall)
+            stopReason = "stalled: no 1% gain in " + std::to_string(m_options.stall) + " evaluations";
+        emitProgress();
+    };
+
+    // Results are applied lazily and in proposal order: proposal k sees exactly the results of
+    // proposals 0..k-W, whatever order the workers finish in.
+    auto applyNext = [&]() -> bool {
+        auto it = ready.find(kApply);
+        if (it == ready.end())
+            return false;
+        apply(it->second);
+        ready.erase(it);
+        ++kApply;
+        return true;
+    };
+    auto waitForResult = [&] {
+        auto done = m_executor.next(std::chrono::milliseconds(200));
+        if (!done) {
+            emitProgress();
+            return;
+        }
+        auto f = inFlight.find(done->id);
+        if (f == inFlight.end())
+            return; // a stale reply for a job we no longer track
+        auto [k, node] = f->second;
+        inFlight.erase(f);
+        Arrived a;
+        a.node = node;
+        a.result = std::move(done->result);
+        a.summary = summarizeSafely(done->id, a.result);
+        ++progress.fresh;
+        // Stored on arrival, applied in proposal order: a kill loses only what is in flight.
+        storeResult(node, keys[node], a.summary, a.result, false);
+        ready.emplace(k, std::move(a));
+    };
+
+    while (true) {
+        if (m_stopRequested && stopReason.empty())
+            stopReason = "stopped by request";
+        if (stopReason.empty() && m_options.timeLimitSeconds > 0
+            && std::chrono::duration<double>(Clock::now() - started).count() >= m_options.timeLimitSeconds)
+            stopReason = "time limit of " + std::to_string(static_cast<int>(m_options.timeLimitSeconds)) + " s reached";
+
+        // Results the next proposal must see.
+        while (kApply <= kNext - W && applyNext()) {
+        }
+        bool budgetLeft = m_alreadyEvaluated + kNext < m_options.budget;
+        bool proposing = stopReason.empty() && !exhausted && budgetLeft;
+        if (proposing && kApply > kNext - W) {
+            auto id = propose();
+            if (id) {
+                nlohmann::json req = makeRequest(*id);
+                std::string key = cacheKeyOf(req);
+                keys[*id] = key;
+                int64_t k = kNext++;
+                // Every proposed, not yet applied node carries a virtual loss, cached or not,
+                // so selection does not depend on where a result came from.
+                m_tree.addVirtualLoss(*id);
+                std::optional<EvaluationRecord> hit;
+                if (m_options.useCache)
+                    hit = m_store.cachedEvaluation(key);
+                if (hit) {
+                    Arrived a;
+                    a.node = *id;
+                    a.result = hit->result;
+                    a.summary = summarizeSafely(req["id"], a.result);
+                    a.fromCache = true;
+                    storeResult(*id, key, a.summary, a.result, true);
+                    ready.emplace(k, std::move(a));
+                } else {
+                    std::string jobId = req["id"];
+                    inFlight[jobId] = {k, *id};
+                    m_executor.submit(EvalJob {jobId, std::move(req)});
+                }
+                continue;
+            }
+            // Nothing can be expanded with what is applied so far: apply the next result (in
+            // order) and try again; with nothing outstanding the space is exhausted.
+            if (kApply == kNext) {
+                exhausted = true;
+                continue;
+            }
+            if (!applyNext())
+                waitForResult();
+            continue;
+        }
+        if (!proposing) {
+            // No more proposals: drain everything, still in order.
+            while (applyNext()) {
+            }
+            if (kApply == kNext) {
+                if (stopReason.empty())
+                    stopReason = exhausted ? "search space exhausted"
+                                           : "budget of " + std::to_string(m_options.budget) + " evaluations spent";
+                break;
+            }
+        }
+        waitForResult();
+    }
+
+    std::string status = stopReason.rfind("baseline seed failed", 0) == 0 ? "failed"
+        : (m_stopRequested ? "stopped" : "finished");
+    m_store.setSessionStatus(m_session, status, stopReason);
+    emitProgress();
+
+    Report report;
+    report.progress = progress;
+    report.stopReason = stopReason;
+    report.device = m_device;
+    report.best = m_tree.best();
+    if (auto bl = summaries.find(baselineNode); bl != summaries.end())
+        report.baselineMedianNs = bl->second.medianNs;
+    if (report.best) {
+        const Node& b = m_tree.node(*report.best);
+        report.bestSource = b.sourceName;
+        report.bestKnobs = b.knobs;
+        report.bestFlags = b.flags;
+        report.bestSpeedup = b.speedup;
+        if (auto s = summaries.find(*report.best); s != summaries.end()) {
+            report.bestMedianNs = s->second.medianNs;
+            report.bound = s->second.bound;
+            report.evidence = s->second.evidence;
+            report.fracBandwidth = s->second.fracBandwidth;
+            report.fracCompute = s->second.fracCompute;
+            if (s->second.baselineMedianNs > 0)
+                report.baselineMedianNs = s->second.baselineMedianNs;
+        }
+    }
+    return report;
+}
+
+} // namespace hone::core

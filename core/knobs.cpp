@@ -1,0 +1,261 @@
+#include "core/knobs.h"
+
+#include <algorithm>
+#include <cctype>
+#include <charconv>
+#include <sstream>
+
+namespace hone::core {
+namespace {
+
+std::string trim(std::string_view s)
+{
+    size_t b = 0, e = s.size();
+    while (b < e && std::isspace(static_cast<unsigned char>(s[b])))
+        ++b;
+    while (e > b && std::isspace(static_cast<unsigned char>(s[e - 1])))
+        --e;
+    return std::string(s.substr(b, e - b));
+}
+
+bool isIdentifier(std::string_view s)
+{
+    if (s.empty() || !(std::isalpha(static_cast<unsigned char>(s[0])) || s[0] == '_'))
+        return false;
+    return std::all_of(s.begin(), s.end(), [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; });
+}
+
+bool isKnobValue(std::string_view s)
+{
+    return !s.empty() && std::all_of(s.begin(), s.end(), [](char c) {
+        return std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '.' || c == '-' || c == '+';
+    });
+}
+
+std::optional<Value> numericValue(const std::string& text)
+{
+    int64_t i = 0;
+    auto [p, ec] = std::from_chars(text.data(), text.data() + text.size(), i);
+    if (ec == std::errc() && p == text.data() + text.size())
+        return Value::ofInt(i);
+    try {
+        size_t used = 0;
+        double d = std::stod(text, &used);
+        if (used == text.size())
+            return Value::ofDouble(d);
+    } catch (const std::exception&) {
+    }
+    return std::nullopt;
+}
+
+std::vector<std::string> splitWords(const std::string& s)
+{
+    std::vector<std::string> out;
+    std::istringstream in(s);
+    std::string w;
+    while (in >> w)
+        out.push_back(w);
+    return out;
+}
+
+} // namespace
+
+const KnobDecl* KnobSpace::find(const std::string& name) const
+{
+    for (const auto& k : knobs)
+        if (k.name == name)
+            return &k;
+    return nullptr;
+}
+
+bool KnobSpace::admits(const KnobValues& values, std::string* why) const
+{
+    for (const auto& k : knobs) {
+        auto it = values.find(k.name);
+        if (it == values.end()) {
+            if (why)
+                *why = "knob " + k.name + " has no value";
+            return false;
+        }
+        if (std::find(k.values.begin(), k.values.end(), it->second) == k.values.end()) {
+            if (why)
+                *why = "knob " + k.name + " = " + it->second + " is not one of its declared values";
+            return false;
+        }
+    }
+    for (const auto& [name, v] : values) {
+        if (!find(name)) {
+            if (why)
+                *why = "knob " + name + " is not declared by this source";
+            return false;
+        }
+    }
+    SymbolLookup lookup = [&](std::string_view name) -> std::optional<Value> {
+        auto it = values.find(std::string(name));
+        if (it == values.end())
+            return std::nullopt;
+        return numericValue(it->second);
+    };
+    for (const auto& r : requires_) {
+        try {
+            if (!r.eval(lookup).truthy()) {
+                if (why)
+                    *why = "require " + r.text() + " does not hold";
+                return false;
+            }
+        } catch (const ExprError& e) {
+            if (why)
+                *why = "require " + r.text() + ": " + e.what();
+            return false;
+        }
+    }
+    return true;
+}
+
+std::optional<KnobValues> KnobSpace::firstAdmissible() const
+{
+    std::vector<size_t> index(knobs.size(), 0);
+    // Odometer over the declared values; bounded so a huge space with no admissible point
+    // cannot hang the caller.
+    for (uint64_t step = 0; step < 1'000'000; ++step) {
+        KnobValues v;
+        for (size_t i = 0; i < knobs.size(); ++i)
+            v[knobs[i].name] = knobs[i].values[index[i]];
+        if (admits(v))
+            return v;
+        size_t i = 0;
+        while (i < knobs.size()) {
+            if (++index[i] < knobs[i].values.size())
+                break;
+            index[i] = 0;
+            ++i;
+        }
+        if (i == knobs.size())
+            return std::nullopt;
+    }
+    return std::nullopt;
+}
+
+uint64_t KnobSpace::cardinality() const
+{
+    uint64_t n = 1;
+    for (const auto& k : knobs) {
+        if (n > (uint64_t(1) << 62) / std::max<size_t>(1, k.values.size()))
+            return uint64_t(1) << 62;
+        n *= k.values.size();
+    }
+    return n;
+}
+
+KnobSpace parseKnobSpace(const std::string& source, const std::string& fileName)
+{
+    KnobSpace space;
+    std::vector<std::pair<int, std::string>> requireLines;
+    std::istringstream in(source);
+    std::string line;
+    int lineNo = 0;
+    auto fail = [&](const std::string& msg) { throw KnobError(fileName + ":" + std::to_string(lineNo) + ": " + msg); };
+    while (std::getline(in, line)) {
+        ++lineNo;
+        auto slash = line.find("//");
+        if (slash == std::string::npos)
+            continue;
+        std::string comment = trim(std::string_view(line).substr(slash + 2));
+        if (comment.rfind("hone:", 0) != 0)
+            continue;
+        std::string rest = comment.substr(5);
+        size_t nameEnd = 0;
+        while (nameEnd < rest.size() && (std::isalnum(static_cast<unsigned char>(rest[nameEnd])) || rest[nameEnd] == '_'))
+            ++nameEnd;
+        std::string directive = rest.substr(0, nameEnd);
+        std::string body = trim(std::string_view(rest).substr(nameEnd));
+        if (directive == "knob") {
+            auto eq = body.find('=');
+            if (eq == std::string::npos)
+                fail("hone:knob needs 'NAME = v1 | v2 | ...'; expected '=' after the knob name");
+            KnobDecl decl;
+            decl.name = trim(std::string_view(body).substr(0, eq));
+            decl.line = lineNo;
+            if (!isIdentifier(decl.name))
+                fail("hone:knob name '" + decl.name + "' is not an identifier; expected a C identifier such as BLOCK");
+            if (space.find(decl.name))
+                fail("knob '" + decl.name + "' is declared twice; expected each knob once");
+            std::string values = body.substr(eq + 1);
+            size_t start = 0;
+            while (true) {
+                size_t bar = values.find('|', start);
+                std::string v = trim(std::string_view(values).substr(start, bar == std::string::npos ? std::string::npos : bar - start));
+                if (!isKnobValue(v))
+                    fail("knob '" + decl.name + "' has an empty or invalid value '" + v
+                        + "'; expected values of letters, digits, '_', '.', '+', '-' separated by '|'");
+                if (std::find(decl.values.begin(), decl.values.end(), v) != decl.values.end())
+                    fail("knob '" + decl.name + "' lists value '" + v + "' twice; expected distinct values");
+                decl.values.push_back(v);
+                if (bar == std::string::npos)
+                    break;
+                start = bar + 1;
+            }
+            space.knobs.push_back(std::move(decl));
+        } else if (directive == "require") {
+            if (body.empty())
+                fail("hone:require is empty; expected an expression over knob names such as 'BLOCK % 32 == 0'");
+            try {
+                space.requires_.push_back(Expr::parse(body));
+            } catch (const ExprError& e) {
+                fail("hone:require '" + body + "': " + e.what());
+            }
+            requireLines.emplace_back(lineNo, body);
+        } else if (directive == "flags") {
+            if (std::string err = checkFlags(body); !err.empty())
+                fail("hone:flags: " + err);
+            space.flags = space.flags.empty() ? body : space.flags + " " + body;
+        } else {
+            fail("unknown directive 'hone:" + directive + "'; expected hone:knob, hone:require or hone:flags");
+        }
+    }
+    // A require may name only declared knobs: a typo must not turn into "always false".
+    for (size_t i = 0; i < space.requires_.size(); ++i) {
+        for (const auto& sym : space.requires_[i].symbols()) {
+            if (!space.find(sym)) {
+                lineNo = requireLines[i].first;
+                fail("hone:require '" + requireLines[i].second + "' names '" + sym
+                    + "', which is not a declared knob; expected one of the hone:knob names");
+            }
+        }
+    }
+    return space;
+}
+
+std::string checkFlags(const std::string& flags)
+{
+    for (const auto& f : splitWords(flags)) {
+        bool ok = false;
+        if (f.size() >= 2 && f[0] == '-') {
+            char c = f[1];
+            if (c == 'O' || c == 'm' || c == 'D' || c == 'U' || c == 'W')
+                ok = true;
+            if (c == 'f' && f.rfind("-fplugin", 0) != 0)
+                ok = true;
+            if (f.rfind("-std=", 0) == 0)
+                ok = true;
+            if (f.rfind("-Wl", 0) == 0 || f.rfind("-Wa", 0) == 0 || f.rfind("-Wp", 0) == 0)
+                ok = false; // these pass arbitrary options to the linker, assembler, preprocessor
+        }
+        if (!ok)
+            return "compile flag '" + f + "' is not allowed; expected only -O*, -f* (not -fplugin), -m*, -D*, -U*, -W* (not -Wl/-Wa/-Wp) and -std=*";
+    }
+    return {};
+}
+
+std::string knobsToString(const KnobValues& values)
+{
+    std::string out;
+    for (const auto& [k, v] : values) {
+        if (!out.empty())
+            out += ' ';
+        out += k + "=" + v;
+    }
+    return out;
+}
+
+} // namespace hone::core

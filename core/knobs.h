@@ -1,0 +1,62 @@
+#pragma once
+
+#include "core/expr.h"
+
+#include <map>
+#include <optional>
+#include <random>
+#include <string>
+#include <vector>
+
+namespace hone::core {
+
+/// One `// hone:knob NAME = a | b | c` line.
+struct KnobDecl {
+    std::string name;
+    std::vector<std::string> values; // in declaration order (neighbours are adjacent values)
+    int line = 0;
+};
+
+/// A knob assignment, NAME -> value text. Ordered so that it prints and hashes stably.
+using KnobValues = std::map<std::string, std::string>;
+
+/// Everything a source declares in `// hone:` comments.
+struct KnobSpace {
+    std::vector<KnobDecl> knobs;
+    std::vector<Expr> requires_;     // all must hold
+    std::string flags;               // from `// hone:flags`, space-joined
+
+    bool empty() const { return knobs.empty(); }
+    const KnobDecl* find(const std::string& name) const;
+
+    /// True when every knob has a declared value and every `require` holds. `why` gets the
+    /// first violated constraint.
+    bool admits(const KnobValues& values, std::string* why = nullptr) const;
+
+    /// The first admissible assignment in declaration order (odometer over the values), or
+    /// nullopt when no assignment satisfies the constraints.
+    std::optional<KnobValues> firstAdmissible() const;
+
+    /// Number of assignments, ignoring constraints (saturates at 2^62).
+    uint64_t cardinality() const;
+};
+
+/// Raised for a malformed `// hone:` line; the message names the line and what was expected.
+class KnobError : public std::runtime_error {
+public:
+    using std::runtime_error::runtime_error;
+};
+
+/// Parses the `// hone:knob`, `// hone:require` and `// hone:flags` lines of a source.
+/// `fileName` is used in messages. Unknown `// hone:` directives are errors (a typo must not
+/// silently drop a constraint).
+KnobSpace parseKnobSpace(const std::string& source, const std::string& fileName);
+
+/// Checks user-supplied compile flags against the allow-list of docs/FORMATS.md. Returns an
+/// empty string when all are allowed, else a message naming the first refused flag.
+std::string checkFlags(const std::string& flags);
+
+/// "A=1 B=x" (sorted by name); "" for none.
+std::string knobsToString(const KnobValues& values);
+
+} // namespace hone::core

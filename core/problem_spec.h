@@ -1,0 +1,116 @@
+#pragma once
+
+#include "core/expr.h"
+
+#include <nlohmann/json.hpp>
+
+#include <cstdint>
+#include <filesystem>
+#include <map>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+namespace hone::core {
+
+enum class DType { F32, F16, BF16, F64, I32, I64, U8 };
+
+/// "f32", "bf16", ... ; nullopt for an unknown name.
+std::optional<DType> dtypeFromName(std::string_view name);
+const char* dtypeName(DType t);
+bool isFloat(DType t);
+size_t dtypeSize(DType t);
+
+/// A problem-file error: `file:line:col: field 'path': message; expected what`.
+class ProblemError : public std::runtime_error {
+public:
+    ProblemError(std::string file, int line, int column, std::string field, std::string message,
+        std::string expected);
+    const std::string& file() const { return m_file; }
+    int line() const { return m_line; }
+    int column() const { return m_column; }
+    const std::string& field() const { return m_field; }
+
+private:
+    std::string m_file;
+    int m_line;
+    int m_column;
+    std::string m_field;
+};
+
+/// One dimension of a symbolic shape: a symbol ("M") or a fixed extent.
+struct Dim {
+    std::string symbol; // empty when fixed
+    int64_t extent = 0;
+};
+
+struct InitSpec {
+    std::string dist = "normal";          // normal | uniform | randint | offsets
+    std::map<std::string, Expr> args;     // mean, std, low, high, total (expressions)
+};
+
+struct TensorSpec {
+    std::string name;
+    DType dtype = DType::F32;
+    std::vector<Dim> shape;
+    InitSpec init;                        // inputs only
+};
+
+struct Tolerance {
+    double atol = 0.0;
+    double rtol = 0.0;
+};
+
+/// One entry of a shape set: symbol -> extent.
+using ShapeBinding = std::map<std::string, int64_t>;
+
+struct Seed {
+    std::string fileName;                 // "naive.cpp"
+    std::string lang;                     // cpp | cuda | hip (from the extension)
+    std::string source;
+};
+
+struct ProblemSpec {
+    std::filesystem::path dir;
+    std::string name;
+    std::string family;
+    std::string description;
+    std::string baseline;                 // seed file name
+    std::vector<TensorSpec> inputs;
+    std::vector<TensorSpec> outputs;
+    std::map<std::string, double> params;
+    std::vector<ShapeBinding> smallShapes;
+    std::vector<ShapeBinding> benchShapes;
+    Expr flops;
+    Expr bytes;
+    std::map<DType, Tolerance> tolerance;
+    std::vector<std::string> allowedLibraries;
+    std::string referenceSource;          // reference.cpp
+    std::vector<Seed> seeds;              // sorted by file name
+
+    /// Content hash of problem.toml, reference.cpp and the seeds (hex SHA-256).
+    std::string contentHash;
+
+    /// The `baseline` seed, or nullptr.
+    const Seed* baselineSeed() const;
+};
+
+/// Loads and validates a problem folder. Throws ProblemError for any problem in
+/// problem.toml (with line/column/field), a missing reference.cpp or seeds/, a seed with an
+/// unknown extension, or a baseline that names no seed.
+ProblemSpec loadProblem(const std::filesystem::path& dir);
+
+/// Same, from problem.toml text (for tests); `fileName` is used in messages. Reference and
+/// seeds are not read.
+ProblemSpec parseProblemToml(std::string_view text, const std::string& fileName);
+
+/// The worker-protocol form of one shape (see docs/FORMATS.md): symbols, evaluated flops and
+/// bytes, concrete tensor shapes and init numbers. `label` is e.g. "small[1]".
+nlohmann::json resolveShape(const ProblemSpec& spec, const ShapeBinding& shape, const std::string& label);
+
+/// The `problem` object of an eval request: name, reference, params, tolerance, check and
+/// bench shapes.
+nlohmann::json resolveProblem(const ProblemSpec& spec);
+
+} // namespace hone::core

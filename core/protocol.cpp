@@ -1,0 +1,143 @@
+#include "core/protocol.h"
+
+#include <array>
+#include <utility>
+
+namespace hone::core::protocol {
+namespace {
+
+constexpr std::array<std::pair<FailureKind, const char*>, 12> kKinds = {{
+    {FailureKind::BadCandidate, "bad_candidate"},
+    {FailureKind::CompileError, "compile_error"},
+    {FailureKind::RuntimeError, "runtime_error"},
+    {FailureKind::WrongResult, "wrong_result"},
+    {FailureKind::Nan, "nan"},
+    {FailureKind::PartialWrite, "partial_write"},
+    {FailureKind::InputMutation, "input_mutation"},
+    {FailureKind::Crash, "crash"},
+    {FailureKind::Timeout, "timeout"},
+    {FailureKind::MemoryLimit, "memory_limit"},
+    {FailureKind::ProtocolError, "protocol_error"},
+    {FailureKind::WorkerError, "worker_error"},
+}};
+
+double number(const nlohmann::json& obj, const char* key)
+{
+    auto it = obj.find(key);
+    if (it == obj.end() || !it->is_number())
+        return 0.0;
+    return it->get<double>();
+}
+
+std::string text(const nlohmann::json& obj, const char* key)
+{
+    auto it = obj.find(key);
+    if (it == obj.end() || !it->is_string())
+        return {};
+    return it->get<std::string>();
+}
+
+} // namespace
+
+const char* failureKindName(FailureKind kind)
+{
+    for (const auto& [k, name] : kKinds)
+        if (k == kind)
+            return name;
+    return "worker_error";
+}
+
+std::optional<FailureKind> failureKindFromName(std::string_view name)
+{
+    for (const auto& [k, n] : kKinds)
+        if (name == n)
+            return k;
+    return std::nullopt;
+}
+
+nlohmann::json makeMessage(std::string_view type)
+{
+    return nlohmann::json{{"protocol", kVersion}, {"type", std::string(type)}};
+}
+
+nlohmann::json parseMessage(std::string_view line)
+{
+    nlohmann::json msg = nlohmann::json::parse(line, nullptr, /*allow_exceptions=*/false);
+    auto preview = [&] {
+        std::string s(line.substr(0, 80));
+        for (char& c : s)
+            if (static_cast<unsigned char>(c) < 0x20)
+                c = ' ';
+        return s + (line.size() > 80 ? "..." : "");
+    };
+    if (msg.is_discarded())
+        throw ProtocolError("worker sent a line that is not JSON: '" + preview() + "'");
+    if (!msg.is_object())
+        throw ProtocolError("worker sent JSON that is not an object: '" + preview() + "'");
+    auto version = msg.find("protocol");
+    if (version == msg.end() || !version->is_number_integer())
+        throw ProtocolError("worker message has no integer 'protocol' field: '" + preview() + "'");
+    if (version->get<int>() != kVersion)
+        throw ProtocolError("protocol version mismatch: the worker speaks version "
+            + std::to_string(version->get<int>()) + ", this hone speaks version " + std::to_string(kVersion)
+            + "; deploy a matching hone-worker");
+    auto type = msg.find("type");
+    if (type == msg.end() || !type->is_string())
+        throw ProtocolError("worker message has no string 'type' field: '" + preview() + "'");
+    return msg;
+}
+
+nlohmann::json makeFailure(std::string_view id, FailureKind kind, std::string_view stage, std::string_view message)
+{
+    nlohmann::json r = makeMessage("result");
+    r["id"] = std::string(id);
+    r["status"] = "failed";
+    r["failure"] = {{"kind", failureKindName(kind)}, {"stage", std::string(stage)}, {"message", std::string(message)}};
+    return r;
+}
+
+EvalSummary summarize(const nlohmann::json& result)
+{
+    EvalSummary s;
+    if (!result.is_object())
+        throw ProtocolError("result is not a JSON object");
+    const std::string status = text(result, "status");
+    if (status != "ok" && status != "failed")
+        throw ProtocolError("result has status '" + status + "'; expected 'ok' or 'failed'");
+    s.ok = status == "ok";
+    if (auto f = result.find("failure"); f != result.end() && f->is_object()) {
+        s.failureKind = text(*f, "kind");
+        s.failureStage = text(*f, "stage");
+        s.failureMessage = text(*f, "message");
+    }
+    if (!s.ok && s.failureKind.empty()) {
+        s.failureKind = "worker_error";
+        s.failureMessage = "worker reported a failure without a reason";
+    }
+    if (auto t = result.find("timing"); t != result.end() && t->is_object()) {
+        s.medianNs = number(*t, "median_ns");
+        s.cv = number(*t, "cv");
+        s.speedup = number(*t, "speedup");
+        if (auto b = t->find("baseline"); b != t->end() && b->is_object())
+            s.baselineMedianNs = number(*b, "median_ns");
+    }
+    if (auto r = result.find("roofline"); r != result.end() && r->is_object()) {
+        s.fracBandwidth = number(*r, "frac_bandwidth");
+        s.fracCompute = number(*r, "frac_compute");
+    }
+    if (auto d = result.find("diagnosis"); d != result.end() && d->is_object()) {
+        s.bound = text(*d, "bound");
+        s.evidence = text(*d, "evidence");
+        auto sus = d->find("suspicious");
+        s.suspicious = sus != d->end() && sus->is_boolean() && sus->get<bool>();
+    }
+    if (auto c = result.find("compile"); c != result.end() && c->is_object()) {
+        auto cached = c->find("cached");
+        s.compileCached = cached != c->end() && cached->is_boolean() && cached->get<bool>();
+    }
+    if (s.ok && result.contains("timing") && !(s.medianNs > 0))
+        throw ProtocolError("result says ok but its timing has no positive median_ns");
+    return s;
+}
+
+} // namespace hone::core::protocol

@@ -1,0 +1,92 @@
+#pragma once
+
+#include "core/knobs.h"
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <unordered_set>
+#include <vector>
+
+namespace hone::core {
+
+using NodeId = int64_t;
+
+enum class NodeState { Pending, Ok, Failed };
+
+/// One candidate in the search tree. The root (id 0) stands for the problem itself; its
+/// children are the seeds.
+struct Node {
+    NodeId id = 0;
+    NodeId parent = -1;
+    std::vector<NodeId> children;   // append-only
+    std::string sourceHash;
+    std::string sourceName;
+    KnobValues knobs;
+    std::string flags;
+    std::string origin;             // root | seed | mutation | crossover | manual
+    std::string op = "inherit";     // memory operator that built its context
+
+    NodeState state = NodeState::Pending;
+    double speedup = 0;             // over the baseline seed, interleaved in one worker
+    double reward = 0;              // log2(1 + speedup); 0 for a failure
+    std::string failureKind;
+
+    // Search statistics over the subtree (this node's own evaluation included).
+    int visits = 0;
+    double sumReward = 0;
+    double maxReward = 0;
+    int virtualLoss = 0;            // evaluations in flight below this node
+    bool expandable = true;         // false once the synthesizer finds no new child
+    bool pruned = false;
+};
+
+struct UctParams {
+    double exploration = 0.5;       // c in Q + c * sqrt(ln N / n)
+    double widenK = 1.0;            // progressive widening: a node may have
+    double widenAlpha = 0.5;        //   ceil(K * visits^alpha) children
+    double maxWeight = 0.5;         // Q = (1-w) * mean + w * max reward of the subtree
+};
+
+/// The tree of one session. Owned by the engine thread.
+class SearchTree {
+public:
+    SearchTree();
+
+    Node& node(NodeId id) { return m_nodes.at(static_cast<size_t>(id)); }
+    const Node& node(NodeId id) const { return m_nodes.at(static_cast<size_t>(id)); }
+    size_t size() const { return m_nodes.size(); }
+    const std::vector<Node>& nodes() const { return m_nodes; }
+
+    /// Adds a child and returns its id (ids are dense and in creation order).
+    NodeId add(Node n);
+
+    /// Key of (source, knobs, flags): one tree never holds the same candidate twice.
+    static std::string candidateKey(const std::string& sourceHash, const KnobValues& knobs, const std::string& flags);
+    bool contains(const std::string& key) const { return m_keys.count(key) != 0; }
+
+    /// Records an evaluation and back-propagates its reward to the root.
+    void setResult(NodeId id, bool ok, double speedup, const std::string& failureKind);
+
+    void addVirtualLoss(NodeId id);
+    void removeVirtualLoss(NodeId id);
+
+    /// UCT descent with progressive widening: returns the node to expand, or nullopt when
+    /// nothing in the tree can be expanded any more.
+    std::optional<NodeId> select(const UctParams& params);
+
+    /// Marks a node as having no further children to offer.
+    void markExhausted(NodeId id) { node(id).expandable = false; }
+
+    /// The successful node with the highest speedup (lowest id on ties), or nullopt.
+    std::optional<NodeId> best() const;
+
+private:
+    bool selectable(const Node& n) const;
+    bool subtreeOpen(NodeId id) const;
+
+    std::vector<Node> m_nodes;
+    std::unordered_set<std::string> m_keys;
+};
+
+} // namespace hone::core

@@ -1,0 +1,431 @@
+#include "core/store.h"
+
+#include "core/problem_spec.h"
+#include "core/sha256.h"
+
+#include <sqlite3.h>
+
+#include <chrono>
+#include <ctime>
+#include <thread>
+
+namespace hone::core {
+namespace {
+
+/// A prepared statement that finalizes itself; binds by 1-based index.
+class Stmt {
+public:
+    Stmt(sqlite3* db, const char* sql)
+        : m_db(db)
+    {
+        if (sqlite3_prepare_v2(db, sql, -1, &m_stmt, nullptr) != SQLITE_OK)
+            throw StoreError(std::string("store: cannot prepare statement: ") + sqlite3_errmsg(db));
+    }
+    ~Stmt() { sqlite3_finalize(m_stmt); }
+    Stmt(const Stmt&) = delete;
+    Stmt& operator=(const Stmt&) = delete;
+
+    Stmt& bind(int i, const std::string& v)
+    {
+        sqlite3_bind_text(m_stmt, i, v.data(), static_cast<int>(v.size()), SQLITE_TRANSIENT);
+        return *this;
+    }
+    Stmt& bind(int i, int64_t v)
+    {
+        sqlite3_bind_int64(m_stmt, i, v);
+        return *this;
+    }
+    Stmt& bind(int i, double v)
+    {
+        sqlite3_bind_double(m_stmt, i, v);
+        return *this;
+    }
+    Stmt& bindNull(int i)
+    {
+        sqlite3_bind_null(m_stmt, i);
+        return *this;
+    }
+
+    /// True while there is a row. Retries briefly when another process holds the lock.
+    bool step()
+    {
+        for (int attempt = 0;; ++attempt) {
+            int rc = sqlite3_step(m_stmt);
+            if (rc == SQLITE_ROW)
+                return true;
+            if (rc == SQLITE_DONE)
+                return false;
+            if ((rc == SQLITE_BUSY || rc == SQLITE_LOCKED) && attempt < 200) {
+                sqlite3_reset(m_stmt);
+                std::this_thread::sleep_for(std::chrono::milliseconds(25));
+                continue;
+            }
+            throw StoreError(std::string("store: ") + sqlite3_errmsg(m_db));
+        }
+    }
+    void run()
+    {
+        while (step()) {
+        }
+    }
+
+    std::string text(int col) const
+    {
+        auto* p = sqlite3_column_text(m_stmt, col);
+        return p ? std::string(reinterpret_cast<const char*>(p), static_cast<size_t>(sqlite3_column_bytes(m_stmt, col)))
+                 : std::string();
+    }
+    int64_t integer(int col) const { return sqlite3_column_int64(m_stmt, col); }
+    double real(int col) const { return sqlite3_column_double(m_stmt, col); }
+    nlohmann::json json(int col) const
+    {
+        std::string t = text(col);
+        if (t.empty())
+            return nullptr;
+        return nlohmann::json::parse(t, nullptr, false);
+    }
+
+private:
+    sqlite3* m_db;
+    sqlite3_stmt* m_stmt = nullptr;
+};
+
+// Each entry moves the schema from version i to i+1. Never edit a shipped entry: add one.
+const char* const kMigrations[] = {
+    R"sql(
+CREATE TABLE problems (
+    id INTEGER PRIMARY KEY,
+    name TEXT NOT NULL,
+    family TEXT NOT NULL,
+    dir TEXT NOT NULL,
+    content_hash TEXT NOT NULL UNIQUE,
+    spec TEXT NOT NULL,
+    created_at TEXT NOT NULL
+);
+CREATE TABLE sources (
+    hash TEXT PRIMARY KEY,
+    lang TEXT NOT NULL,
+    name TEXT NOT NULL,
+    text TEXT NOT NULL
+);
+CREATE TABLE sessions (
+    id INTEGER PRIMARY KEY,
+    problem_id INTEGER NOT NULL REFERENCES problems(id),
+    target TEXT NOT NULL,
+    policy TEXT NOT NULL,
+    seed INTEGER NOT NULL,
+    config TEXT NOT NULL,
+    status TEXT NOT NULL,
+    stop_reason TEXT NOT NULL DEFAULT '',
+    created_at TEXT NOT NULL,
+    updated_at TEXT NOT NULL
+);
+CREATE TABLE nodes (
+    session_id INTEGER NOT NULL REFERENCES sessions(id),
+    id INTEGER NOT NULL,
+    parent_id INTEGER NOT NULL,
+    seq INTEGER NOT NULL,
+    source_hash TEXT REFERENCES sources(hash),
+    knobs TEXT NOT NULL,
+    flags TEXT NOT NULL,
+    origin TEXT NOT NULL,
+    operator TEXT NOT NULL,
+    created_at TEXT NOT NULL,
+    PRIMARY KEY (session_id, id)
+);
+CREATE TABLE evaluations (
+    id INTEGER PRIMARY KEY,
+    session_id INTEGER NOT NULL REFERENCES sessions(id),
+    node_id INTEGER NOT NULL,
+    cache_key TEXT NOT NULL,
+    status TEXT NOT NULL,
+    failure_kind TEXT NOT NULL DEFAULT '',
+    failure_message TEXT NOT NULL DEFAULT '',
+    median_ns REAL NOT NULL DEFAULT 0,
+    speedup REAL NOT NULL DEFAULT 0,
+    reward REAL NOT NULL DEFAULT 0,
+    bound TEXT NOT NULL DEFAULT '',
+    device TEXT NOT NULL DEFAULT '',
+    from_cache INTEGER NOT NULL DEFAULT 0,
+    result TEXT NOT NULL,
+    created_at TEXT NOT NULL,
+    UNIQUE (session_id, node_id)
+);
+CREATE INDEX evaluations_by_cache_key ON evaluations(cache_key, from_cache);
+)sql",
+};
+
+SessionRecord readSession(const Stmt& s)
+{
+    SessionRecord r;
+    r.id = s.integer(0);
+    r.problemId = s.integer(1);
+    r.target = s.text(2);
+    r.policy = s.text(3);
+    r.seed = static_cast<uint64_t>(s.integer(4));
+    r.config = s.json(5);
+    r.status = s.text(6);
+    r.stopReason = s.text(7);
+    r.createdAt = s.text(8);
+    r.updatedAt = s.text(9);
+    r.problemName = s.text(10);
+    r.problemDir = s.text(11);
+    r.problemHash = s.text(12);
+    return r;
+}
+
+constexpr const char* kSessionColumns = "SELECT s.id, s.problem_id, s.target, s.policy, s.seed, s.config, s.status, "
+                                        "s.stop_reason, s.created_at, s.updated_at, p.name, p.dir, p.content_hash "
+                                        "FROM sessions s JOIN problems p ON p.id = s.problem_id";
+
+EvaluationRecord readEvaluation(const Stmt& s)
+{
+    EvaluationRecord e;
+    e.nodeId = s.integer(0);
+    e.cacheKey = s.text(1);
+    e.status = s.text(2);
+    e.failureKind = s.text(3);
+    e.failureMessage = s.text(4);
+    e.medianNs = s.real(5);
+    e.speedup = s.real(6);
+    e.reward = s.real(7);
+    e.bound = s.text(8);
+    e.device = s.text(9);
+    e.fromCache = s.integer(10) != 0;
+    e.result = s.json(11);
+    e.createdAt = s.text(12);
+    return e;
+}
+
+constexpr const char* kEvaluationColumns = "SELECT node_id, cache_key, status, failure_kind, failure_message, median_ns, "
+                                           "speedup, reward, bound, device, from_cache, result, created_at FROM evaluations";
+
+} // namespace
+
+std::string nowIso()
+{
+    auto now = std::chrono::system_clock::now();
+    auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(now.time_since_epoch()).count() % 1000;
+    std::time_t t = std::chrono::system_clock::to_time_t(now);
+    std::tm tm {};
+    gmtime_r(&t, &tm);
+    char buf[40];
+    std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%S", &tm);
+    char out[48];
+    std::snprintf(out, sizeof out, "%s.%03dZ", buf, static_cast<int>(ms));
+    return out;
+}
+
+Store::Store(const std::filesystem::path& path)
+    : m_path(path)
+{
+    std::error_code ec;
+    if (path.has_parent_path())
+        std::filesystem::create_directories(path.parent_path(), ec);
+    if (sqlite3_open_v2(path.c_str(), &m_db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX, nullptr)
+        != SQLITE_OK) {
+        std::string msg = m_db ? sqlite3_errmsg(m_db) : "out of memory";
+        sqlite3_close(m_db);
+        m_db = nullptr;
+        throw StoreError("cannot open store " + path.string() + ": " + msg
+            + "; check the path and its permissions, or pass --store PATH");
+    }
+    sqlite3_busy_timeout(m_db, 5000);
+    try {
+        exec("PRAGMA journal_mode=WAL");
+        exec("PRAGMA synchronous=NORMAL");
+        exec("PRAGMA foreign_keys=ON");
+        migrate();
+    } catch (...) {
+        sqlite3_close(m_db);
+        m_db = nullptr;
+        throw;
+    }
+}
+
+Store::~Store()
+{
+    if (m_db)
+        sqlite3_close(m_db);
+}
+
+void Store::exec(const char* sql)
+{
+    char* err = nullptr;
+    if (sqlite3_exec(m_db, sql, nullptr, nullptr, &err) != SQLITE_OK) {
+        std::string msg = err ? err : "unknown error";
+        sqlite3_free(err);
+        throw StoreError("store " + m_path.string() + ": " + msg);
+    }
+}
+
+int Store::schemaVersion() const
+{
+    Stmt s(m_db, "PRAGMA user_version");
+    s.step();
+    return static_cast<int>(s.integer(0));
+}
+
+void Store::migrate()
+{
+    int version = schemaVersion();
+    constexpr int known = static_cast<int>(std::size(kMigrations));
+    if (version > known)
+        throw StoreError("store " + m_path.string() + " has schema version " + std::to_string(version)
+            + ", newer than this hone understands (" + std::to_string(known) + "); upgrade hone");
+    for (int v = version; v < known; ++v) {
+        exec("BEGIN IMMEDIATE");
+        try {
+            exec(kMigrations[v]);
+            exec(("PRAGMA user_version = " + std::to_string(v + 1)).c_str());
+            exec("COMMIT");
+        } catch (...) {
+            exec("ROLLBACK");
+            throw;
+        }
+    }
+}
+
+int64_t Store::upsertProblem(const ProblemSpec& spec)
+{
+    {
+        Stmt find(m_db, "SELECT id FROM problems WHERE content_hash = ?");
+        find.bind(1, spec.contentHash);
+        if (find.step())
+            return find.integer(0);
+    }
+    nlohmann::json summary = {{"name", spec.name}, {"family", spec.family}, {"description", spec.description},
+        {"baseline", spec.baseline}};
+    Stmt ins(m_db, "INSERT INTO problems(name, family, dir, content_hash, spec, created_at) VALUES(?,?,?,?,?,?)");
+    ins.bind(1, spec.name).bind(2, spec.family).bind(3, std::filesystem::absolute(spec.dir).string());
+    ins.bind(4, spec.contentHash).bind(5, summary.dump()).bind(6, nowIso());
+    ins.run();
+    return sqlite3_last_insert_rowid(m_db);
+}
+
+std::string Store::putSource(const std::string& lang, const std::string& name, const std::string& text)
+{
+    std::string hash = sha256Hex(text);
+    Stmt s(m_db, "INSERT OR IGNORE INTO sources(hash, lang, name, text) VALUES(?,?,?,?)");
+    s.bind(1, hash).bind(2, lang).bind(3, name).bind(4, text);
+    s.run();
+    return hash;
+}
+
+std::optional<SourceRecord> Store::source(const std::string& hash) const
+{
+    Stmt s(m_db, "SELECT hash, lang, name, text FROM sources WHERE hash = ?");
+    s.bind(1, hash);
+    if (!s.step())
+        return std::nullopt;
+    return SourceRecord {s.text(0), s.text(1), s.text(2), s.text(3)};
+}
+
+int64_t Store::createSession(int64_t problemId, const std::string& target, const std::string& policy, uint64_t seed,
+    const nlohmann::json& config)
+{
+    std::string now = nowIso();
+    Stmt s(m_db, "INSERT INTO sessions(problem_id, target, policy, seed, config, status, created_at, updated_at) "
+                 "VALUES(?,?,?,?,?,'running',?,?)");
+    s.bind(1, problemId).bind(2, target).bind(3, policy).bind(4, static_cast<int64_t>(seed)).bind(5, config.dump());
+    s.bind(6, now).bind(7, now);
+    s.run();
+    return sqlite3_last_insert_rowid(m_db);
+}
+
+void Store::setSessionStatus(int64_t sessionId, const std::string& status, const std::string& stopReason)
+{
+    Stmt s(m_db, "UPDATE sessions SET status = ?, stop_reason = ?, updated_at = ? WHERE id = ?");
+    s.bind(1, status).bind(2, stopReason).bind(3, nowIso()).bind(4, sessionId);
+    s.run();
+}
+
+std::optional<SessionRecord> Store::session(int64_t sessionId) const
+{
+    Stmt s(m_db, (std::string(kSessionColumns) + " WHERE s.id = ?").c_str());
+    s.bind(1, sessionId);
+    if (!s.step())
+        return std::nullopt;
+    return readSession(s);
+}
+
+std::vector<SessionRecord> Store::sessions() const
+{
+    Stmt s(m_db, (std::string(kSessionColumns) + " ORDER BY s.id").c_str());
+    std::vector<SessionRecord> out;
+    while (s.step())
+        out.push_back(readSession(s));
+    return out;
+}
+
+void Store::insertNode(int64_t sessionId, const NodeRecord& n)
+{
+    Stmt s(m_db, "INSERT INTO nodes(session_id, id, parent_id, seq, source_hash, knobs, flags, origin, operator, "
+                 "created_at) VALUES(?,?,?,?,?,?,?,?,?,?)");
+    s.bind(1, sessionId).bind(2, n.id).bind(3, n.parentId).bind(4, n.seq);
+    if (n.sourceHash.empty())
+        s.bindNull(5);
+    else
+        s.bind(5, n.sourceHash);
+    s.bind(6, n.knobs.dump()).bind(7, n.flags).bind(8, n.origin).bind(9, n.op);
+    s.bind(10, n.createdAt.empty() ? nowIso() : n.createdAt);
+    s.run();
+}
+
+std::vector<NodeRecord> Store::nodes(int64_t sessionId) const
+{
+    Stmt s(m_db, "SELECT id, parent_id, seq, source_hash, knobs, flags, origin, operator, created_at FROM nodes "
+                 "WHERE session_id = ? ORDER BY id");
+    s.bind(1, sessionId);
+    std::vector<NodeRecord> out;
+    while (s.step()) {
+        NodeRecord n;
+        n.id = s.integer(0);
+        n.parentId = s.integer(1);
+        n.seq = s.integer(2);
+        n.sourceHash = s.text(3);
+        n.knobs = s.json(4);
+        n.flags = s.text(5);
+        n.origin = s.text(6);
+        n.op = s.text(7);
+        n.createdAt = s.text(8);
+        out.push_back(std::move(n));
+    }
+    return out;
+}
+
+void Store::insertEvaluation(int64_t sessionId, const EvaluationRecord& e)
+{
+    Stmt s(m_db, "INSERT OR REPLACE INTO evaluations(session_id, node_id, cache_key, status, failure_kind, "
+                 "failure_message, median_ns, speedup, reward, bound, device, from_cache, result, created_at) "
+                 "VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?)");
+    s.bind(1, sessionId).bind(2, e.nodeId).bind(3, e.cacheKey).bind(4, e.status).bind(5, e.failureKind);
+    s.bind(6, e.failureMessage).bind(7, e.medianNs).bind(8, e.speedup).bind(9, e.reward).bind(10, e.bound);
+    s.bind(11, e.device).bind(12, int64_t(e.fromCache ? 1 : 0)).bind(13, e.result.dump());
+    s.bind(14, e.createdAt.empty() ? nowIso() : e.createdAt);
+    s.run();
+    Stmt touch(m_db, "UPDATE sessions SET updated_at = ? WHERE id = ?");
+    touch.bind(1, nowIso()).bind(2, sessionId);
+    touch.run();
+}
+
+std::vector<EvaluationRecord> Store::evaluations(int64_t sessionId) const
+{
+    Stmt s(m_db, (std::string(kEvaluationColumns) + " WHERE session_id = ? ORDER BY node_id").c_str());
+    s.bind(1, sessionId);
+    std::vector<EvaluationRecord> out;
+    while (s.step())
+        out.push_back(readEvaluation(s));
+    return out;
+}
+
+std::optional<EvaluationRecord> Store::cachedEvaluation(const std::string& cacheKey) const
+{
+    Stmt s(m_db, (std::string(kEvaluationColumns) + " WHERE cache_key = ? AND from_cache = 0 ORDER BY id LIMIT 1").c_str());
+    s.bind(1, cacheKey);
+    if (!s.step())
+        return std::nullopt;
+    return readEvaluation(s);
+}
+
+} // namespace hone::core

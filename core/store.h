@@ -1,0 +1,123 @@
+#pragma once
+
+#include <nlohmann/json.hpp>
+
+#include <cstdint>
+#include <filesystem>
+#include <memory>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+struct sqlite3;
+
+namespace hone::core {
+
+struct ProblemSpec;
+
+class StoreError : public std::runtime_error {
+public:
+    using std::runtime_error::runtime_error;
+};
+
+struct SessionRecord {
+    int64_t id = 0;
+    int64_t problemId = 0;
+    std::string problemName;
+    std::string problemDir;
+    std::string problemHash;
+    std::string target;
+    std::string policy;
+    uint64_t seed = 0;
+    nlohmann::json config;      // the run options, so that resume continues the same search
+    std::string status;         // running | finished | stopped | failed
+    std::string stopReason;
+    std::string createdAt;
+    std::string updatedAt;
+};
+
+struct NodeRecord {
+    int64_t id = 0;
+    int64_t parentId = -1;      // -1 for the root
+    int64_t seq = 0;            // proposal order
+    std::string sourceHash;     // empty for the root
+    nlohmann::json knobs = nlohmann::json::object();
+    std::string flags;
+    std::string origin;         // root | seed | mutation | crossover | manual
+    std::string op;             // memory operator
+    std::string createdAt;
+};
+
+struct EvaluationRecord {
+    int64_t nodeId = 0;
+    std::string cacheKey;
+    std::string status;         // ok | failed
+    std::string failureKind;
+    std::string failureMessage;
+    double medianNs = 0;
+    double speedup = 0;
+    double reward = 0;
+    std::string bound;
+    std::string device;
+    bool fromCache = false;
+    nlohmann::json result;      // the worker's full result
+    std::string createdAt;
+};
+
+struct SourceRecord {
+    std::string hash;
+    std::string lang;
+    std::string name;
+    std::string text;
+};
+
+/// The one SQLite file (WAL) every session writes to (DESIGN.md §8). Each write is its own
+/// transaction, so a killed process loses at most what was in flight. One Store object per
+/// thread; several processes may open the same file.
+class Store {
+public:
+    /// Opens or creates the store and applies pending schema migrations.
+    explicit Store(const std::filesystem::path& path);
+    ~Store();
+    Store(const Store&) = delete;
+    Store& operator=(const Store&) = delete;
+
+    static constexpr int kSchemaVersion = 1;
+    int schemaVersion() const;
+    const std::filesystem::path& path() const { return m_path; }
+
+    int64_t upsertProblem(const ProblemSpec& spec);
+
+    /// Content-addressed: returns the SHA-256 of `text`; storing the same text twice is a no-op.
+    std::string putSource(const std::string& lang, const std::string& name, const std::string& text);
+    std::optional<SourceRecord> source(const std::string& hash) const;
+
+    int64_t createSession(int64_t problemId, const std::string& target, const std::string& policy, uint64_t seed,
+        const nlohmann::json& config);
+    void setSessionStatus(int64_t sessionId, const std::string& status, const std::string& stopReason);
+    std::optional<SessionRecord> session(int64_t sessionId) const;
+    std::vector<SessionRecord> sessions() const;
+
+    void insertNode(int64_t sessionId, const NodeRecord& node);
+    std::vector<NodeRecord> nodes(int64_t sessionId) const;
+
+    void insertEvaluation(int64_t sessionId, const EvaluationRecord& eval);
+    std::vector<EvaluationRecord> evaluations(int64_t sessionId) const;
+
+    /// A first-hand (not itself cached) successful or failed evaluation with this key, from
+    /// any session.
+    std::optional<EvaluationRecord> cachedEvaluation(const std::string& cacheKey) const;
+
+private:
+    void migrate();
+    void exec(const char* sql);
+
+    std::filesystem::path m_path;
+    sqlite3* m_db = nullptr;
+};
+
+/// ISO-8601 UTC timestamp with milliseconds.
+std::string nowIso();
+
+} // namespace hone::core

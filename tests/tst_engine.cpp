@@ -1,0 +1,229 @@
+// The search loop end to end on the real worker: isolation failures, determinism, and resume
+// after kill -9.
+
+#include "backends/local_executor.h"
+#include "core/engine.h"
+#include "core/store.h"
+
+#include <QProcess>
+#include <QTemporaryDir>
+#include <QtTest>
+
+#include <csignal>
+#include <map>
+
+using namespace hone;
+
+namespace {
+
+std::filesystem::path dataDir() { return HONE_TEST_DATA; }
+
+std::string workerPath()
+{
+    const char* w = std::getenv("HONE_WORKER");
+    return w ? w : "hone-worker";
+}
+
+/// A copy of the `scale` problem, optionally with extra (hostile) seeds.
+std::filesystem::path makeProblem(const QTemporaryDir& tmp, const std::vector<std::string>& extraSeeds)
+{
+    auto dir = std::filesystem::path(tmp.path().toStdString()) / "scale";
+    std::filesystem::copy(dataDir() / "problems" / "scale", dir, std::filesystem::copy_options::recursive);
+    for (const auto& s : extraSeeds)
+        std::filesystem::copy_file(dataDir() / "hostile" / s, dir / "seeds" / s);
+    return dir;
+}
+
+backends::LocalExecutorConfig executorConfig(const QTemporaryDir& tmp, int parallel)
+{
+    backends::LocalExecutorConfig cfg;
+    cfg.workerPath = workerPath();
+    cfg.cacheDir = tmp.path().toStdString() + "/cache";
+    cfg.parallel = parallel;
+    cfg.limits.memoryMiB = 768;
+    return cfg;
+}
+
+struct Shape {
+    int64_t parent;
+    std::string source;
+    std::string knobs;
+    std::string origin;
+    bool operator==(const Shape&) const = default;
+};
+
+std::vector<Shape> shapeOf(const core::SearchTree& t)
+{
+    std::vector<Shape> out;
+    for (const auto& n : t.nodes())
+        out.push_back({n.parent, n.sourceName, core::knobsToString(n.knobs), n.origin});
+    return out;
+}
+
+} // namespace
+
+class TestEngine : public QObject {
+    Q_OBJECT
+private slots:
+    void isolationFailuresCostOneCandidate()
+    {
+        QTemporaryDir tmp;
+        auto problem = makeProblem(tmp,
+            {"segfault.cpp", "abort.cpp", "infinite_loop.cpp", "runaway_alloc.cpp", "garbage_stdout.cpp"});
+        core::Store store(tmp.path().toStdString() + "/hone.db");
+        backends::LocalExecutor exec(executorConfig(tmp, 2));
+        core::Engine engine(store, exec);
+        core::RunOptions opt;
+        opt.problemDir = problem;
+        opt.budget = 14;   // 7 seeds, then 7 knob children of the tuned seed
+        opt.workers = 2;
+        opt.seed = 5;
+        opt.runLimitSeconds = 4;
+        opt.samples = 20;
+        core::Report r = engine.run(opt);
+
+        QCOMPARE(r.progress.evaluations, 14);
+        QCOMPARE(r.stopReason, std::string("budget of 14 evaluations spent"));
+        std::map<std::string, std::pair<std::string, std::string>> failures; // source -> (kind, message)
+        for (const auto& e : store.evaluations(engine.sessionId())) {
+            const auto& n = engine.tree().node(e.nodeId);
+            if (e.status == "failed")
+                failures[n.sourceName] = {e.failureKind, e.failureMessage};
+        }
+        auto expect = [&](const char* source, const char* kind, const char* fragment) {
+            QVERIFY2(failures.count(source), source);
+            QCOMPARE(failures[source].first, std::string(kind));
+            QVERIFY2(failures[source].second.find(fragment) != std::string::npos, failures[source].second.c_str());
+        };
+        expect("segfault.cpp", "crash", "SIGSEGV");
+        expect("abort.cpp", "crash", "SIGABRT");
+        expect("infinite_loop.cpp", "timeout", "no progress for");
+        expect("runaway_alloc.cpp", "memory_limit", "MiB limit");
+        expect("garbage_stdout.cpp", "protocol_error", "not JSON");
+        QCOMPARE(failures.size(), size_t(5)); // nothing else failed
+
+        // The search went on past the failures: knob children were evaluated and ranked.
+        int children = 0;
+        for (const auto& n : engine.tree().nodes())
+            if (n.origin == "mutation" || n.origin == "crossover") {
+                ++children;
+                QCOMPARE(int(n.state), int(core::NodeState::Ok));
+            }
+        QCOMPARE(children, 7);
+        QVERIFY(r.best.has_value());
+        QVERIFY(r.bestSpeedup > 0.2);
+        QCOMPARE(store.session(engine.sessionId())->status, std::string("finished"));
+    }
+
+    void sameSeedSameResultsSameTree()
+    {
+        QTemporaryDir tmp;
+        auto problem = makeProblem(tmp, {});
+        core::Store store(tmp.path().toStdString() + "/hone.db");
+        core::RunOptions opt;
+        opt.problemDir = problem;
+        opt.budget = 14;
+        opt.workers = 2;
+        opt.seed = 7;
+        opt.samples = 20;
+
+        std::vector<Shape> first, second, other;
+        {
+            backends::LocalExecutor exec(executorConfig(tmp, 2));
+            core::Engine engine(store, exec);
+            auto r = engine.run(opt);
+            QCOMPARE(r.progress.evaluations, 14);
+            first = shapeOf(engine.tree());
+        }
+        {
+            // Every evaluation now comes from the store's result cache: the same results.
+            backends::LocalExecutor exec(executorConfig(tmp, 2));
+            core::Engine engine(store, exec);
+            auto r = engine.run(opt);
+            QCOMPARE(r.progress.cacheHits, 14);
+            QCOMPARE(r.progress.fresh, 0);
+            second = shapeOf(engine.tree());
+        }
+        QCOMPARE(second.size(), first.size());
+        for (size_t i = 0; i < first.size(); ++i)
+            QVERIFY2(first[i] == second[i], ("node " + std::to_string(i) + " differs: " + first[i].knobs + " vs "
+                                                + second[i].knobs).c_str());
+        {
+            opt.seed = 8;
+            backends::LocalExecutor exec(executorConfig(tmp, 2));
+            core::Engine engine(store, exec);
+            engine.run(opt);
+            other = shapeOf(engine.tree());
+        }
+        QVERIFY2(!(other == first), "another seed should grow another tree");
+    }
+
+    void resumeAfterKill9()
+    {
+        const char* cli = std::getenv("HONE_CLI");
+        if (!cli)
+            QSKIP("HONE_CLI is not set (run through ctest)");
+        QTemporaryDir tmp;
+        auto problem = makeProblem(tmp, {});
+        QString storePath = tmp.path() + "/hone.db";
+        QStringList common {"--store", storePath, "--cache-dir", tmp.path() + "/cache", "--worker",
+            QString::fromStdString(workerPath())};
+
+        QProcess run;
+        run.start(cli, common + QStringList {"run", QString::fromStdString(problem.string()), "--budget", "14",
+                                   "--seed", "3", "--json"});
+        QVERIFY(run.waitForStarted());
+        std::vector<core::EvaluationRecord> before;
+        QDeadlineTimer deadline(180000);
+        while (!deadline.hasExpired()) {
+            QTest::qWait(100);
+            if (!std::filesystem::exists(storePath.toStdString()))
+                continue;
+            core::Store peek(storePath.toStdString());
+            auto sessions = peek.sessions();
+            if (!sessions.empty() && peek.evaluations(sessions[0].id).size() >= 5)
+                break;
+        }
+        ::kill(static_cast<pid_t>(run.processId()), SIGKILL);
+        QVERIFY(run.waitForFinished(10000));
+        QCOMPARE(run.exitStatus(), QProcess::CrashExit);
+
+        int64_t session = 0;
+        {
+            core::Store s(storePath.toStdString());
+            auto sessions = s.sessions();
+            QCOMPARE(sessions.size(), size_t(1));
+            session = sessions[0].id;
+            QCOMPARE(sessions[0].status, std::string("running")); // killed, never finished
+            before = s.evaluations(session);
+            QVERIFY(before.size() >= 5 && before.size() < 14);
+        }
+
+        QProcess resume;
+        resume.start(cli, common + QStringList {"resume", QString::number(session), "--json"});
+        QVERIFY(resume.waitForFinished(300000));
+        QVERIFY2(resume.exitCode() == 0, resume.readAllStandardError().constData());
+        auto report = nlohmann::json::parse(resume.readAllStandardOutput().toStdString());
+        QCOMPARE(report["evaluations"].get<int>(), 14);
+        QCOMPARE(report["session"].get<int64_t>(), session);
+
+        core::Store s(storePath.toStdString());
+        QCOMPARE(s.session(session)->status, std::string("finished"));
+        auto after = s.evaluations(session);
+        QCOMPARE(after.size(), size_t(14));
+        // Everything stored before the kill is still there, untouched.
+        for (const auto& b : before) {
+            auto it = std::find_if(after.begin(), after.end(), [&](const auto& a) { return a.nodeId == b.nodeId; });
+            QVERIFY(it != after.end());
+            QCOMPARE(it->createdAt, b.createdAt);
+            QCOMPARE(it->medianNs, b.medianNs);
+        }
+        auto nodes = s.nodes(session);
+        for (size_t i = 0; i < nodes.size(); ++i)
+            QCOMPARE(nodes[i].id, int64_t(i));
+        QCOMPARE(nodes.size(), size_t(15)); // root + 14 candidates, none lost, none doubled
+    }
+};
+
+QTEST_GUILESS_MAIN(TestEngine)
+#include "tst_engine.moc"

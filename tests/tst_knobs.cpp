@@ -1,0 +1,121 @@
+#include "core/knobs.h"
+
+#include <QtTest>
+
+using namespace hone::core;
+
+class TestKnobs : public QObject {
+    Q_OBJECT
+private slots:
+    void parsesKnobsRequiresAndFlags()
+    {
+        const std::string src = "// hone:knob BLOCK = 64 | 128 | 256\n"
+                                "int x; // hone:knob VEC = 1 | 2 | 4 | 8\n"
+                                "//   hone:require BLOCK % (32 * VEC) == 0\n"
+                                "// hone:flags -ffast-math -O2\n"
+                                "// hone: is not a directive line? no: it is, but this one is below\n";
+        // The last line is an unknown directive (empty name) and must be refused.
+        QVERIFY_THROWS_EXCEPTION(KnobError, parseKnobSpace(src, "k.cpp"));
+        KnobSpace s = parseKnobSpace(src.substr(0, src.rfind("// hone: is")), "k.cpp");
+        QCOMPARE(s.knobs.size(), size_t(2));
+        QCOMPARE(s.knobs[0].name, std::string("BLOCK"));
+        QCOMPARE(s.knobs[0].values, (std::vector<std::string> {"64", "128", "256"}));
+        QCOMPARE(s.knobs[1].line, 2);
+        QCOMPARE(s.requires_.size(), size_t(1));
+        QCOMPARE(s.flags, std::string("-ffast-math -O2"));
+        QCOMPARE(s.cardinality(), uint64_t(12));
+        QVERIFY(s.admits({{"BLOCK", "128"}, {"VEC", "4"}}));
+        std::string why;
+        QVERIFY(!s.admits({{"BLOCK", "64"}, {"VEC", "4"}}, &why));
+        QCOMPARE(why, std::string("require BLOCK % (32 * VEC) == 0 does not hold"));
+        QVERIFY(!s.admits({{"BLOCK", "96"}, {"VEC", "1"}}, &why));
+        QCOMPARE(why, std::string("knob BLOCK = 96 is not one of its declared values"));
+        QVERIFY(!s.admits({{"BLOCK", "64"}}, &why));
+        QCOMPARE(why, std::string("knob VEC has no value"));
+        auto first = s.firstAdmissible();
+        QVERIFY(first.has_value());
+        QCOMPARE(knobsToString(*first), std::string("BLOCK=64 VEC=1"));
+    }
+
+    void firstAdmissibleSkipsViolations()
+    {
+        KnobSpace s = parseKnobSpace("// hone:knob A = 1 | 2 | 3\n// hone:knob B = 1 | 2\n// hone:require A * B >= 5\n", "f");
+        auto first = s.firstAdmissible();
+        QVERIFY(first.has_value());
+        QCOMPARE(knobsToString(*first), std::string("A=3 B=2"));
+        KnobSpace none = parseKnobSpace("// hone:knob A = 1 | 2\n// hone:require A > 5\n", "f");
+        QVERIFY(!none.firstAdmissible().has_value());
+    }
+
+    void malformedLines_data()
+    {
+        QTest::addColumn<QString>("source");
+        QTest::addColumn<QString>("message");
+        QTest::addRow("no equals") << "// hone:knob BLOCK 64 | 128\n"
+                                   << "f.cpp:1: hone:knob needs 'NAME = v1 | v2 | ...'; expected '=' after the knob name";
+        QTest::addRow("bad name") << "\n// hone:knob 9X = 1 | 2\n"
+                                  << "f.cpp:2: hone:knob name '9X' is not an identifier; expected a C identifier such as BLOCK";
+        QTest::addRow("empty value") << "// hone:knob A = 1 || 2\n"
+                                     << "f.cpp:1: knob 'A' has an empty or invalid value ''; expected values of letters, "
+                                        "digits, '_', '.', '+', '-' separated by '|'";
+        QTest::addRow("duplicate value") << "// hone:knob A = 1 | 1\n"
+                                         << "f.cpp:1: knob 'A' lists value '1' twice; expected distinct values";
+        QTest::addRow("duplicate knob") << "// hone:knob A = 1\n// hone:knob A = 2\n"
+                                        << "f.cpp:2: knob 'A' is declared twice; expected each knob once";
+        QTest::addRow("unknown directive") << "// hone:knobs A = 1\n"
+                                           << "f.cpp:1: unknown directive 'hone:knobs'; expected hone:knob, hone:require "
+                                              "or hone:flags";
+        QTest::addRow("require typo") << "// hone:knob BLOCK = 1 | 2\n// hone:require BLOK > 1\n"
+                                      << "f.cpp:2: hone:require 'BLOK > 1' names 'BLOK', which is not a declared knob; "
+                                         "expected one of the hone:knob names";
+        QTest::addRow("empty require") << "// hone:require\n"
+                                       << "f.cpp:1: hone:require is empty; expected an expression over knob names such "
+                                          "as 'BLOCK % 32 == 0'";
+        QTest::addRow("refused flag") << "// hone:flags -O3 -fplugin=evil.so\n"
+                                      << "f.cpp:1: hone:flags: compile flag '-fplugin=evil.so' is not allowed; expected "
+                                         "only -O*, -f* (not -fplugin), -m*, -D*, -U*, -W* (not -Wl/-Wa/-Wp) and -std=*";
+    }
+    void malformedLines()
+    {
+        QFETCH(QString, source);
+        QFETCH(QString, message);
+        try {
+            parseKnobSpace(source.toStdString(), "f.cpp");
+            QFAIL("expected a KnobError");
+        } catch (const KnobError& e) {
+            QCOMPARE(QString::fromStdString(e.what()), message);
+        }
+    }
+
+    void requireSyntaxErrorNamesLine()
+    {
+        try {
+            parseKnobSpace("// hone:knob A = 1\n// hone:require A >\n", "f.cpp");
+            QFAIL("expected a KnobError");
+        } catch (const KnobError& e) {
+            QVERIFY2(QString(e.what()).startsWith("f.cpp:2: hone:require 'A >': "), e.what());
+        }
+    }
+
+    void flagAllowList_data()
+    {
+        QTest::addColumn<QString>("flags");
+        QTest::addColumn<bool>("allowed");
+        QTest::addRow("opt") << "-O2 -ffast-math -march=native -DX=1 -UNDEBUG -Wno-unused -std=c++20" << true;
+        QTest::addRow("output") << "-o /etc/passwd" << false;
+        QTest::addRow("include") << "-include /etc/shadow" << false;
+        QTest::addRow("linker") << "-Wl,--wrap=malloc" << false;
+        QTest::addRow("plugin") << "-fplugin=x.so" << false;
+        QTest::addRow("response file") << "@flags.txt" << false;
+        QTest::addRow("search path") << "-B/tmp" << false;
+    }
+    void flagAllowList()
+    {
+        QFETCH(QString, flags);
+        QFETCH(bool, allowed);
+        QCOMPARE(checkFlags(flags.toStdString()).empty(), allowed);
+    }
+};
+
+QTEST_GUILESS_MAIN(TestKnobs)
+#include "tst_knobs.moc"

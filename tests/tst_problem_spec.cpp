@@ -1,0 +1,470 @@
+#include "core/problem_spec.h"
+#include "core/sha256.h"
+
+#include <QtTest>
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+using namespace hone::core;
+
+namespace {
+
+// Line numbers matter: the malformed cases below point into this text.
+const char* const kGood = R"(name = "softmax"
+family = "softmax"
+description = "Row softmax."
+
+[[inputs]]
+name = "x"
+dtype = "f32"
+shape = ["M", "N"]
+init = { dist = "normal", mean = 0.0, std = "N / 250" }
+
+[[inputs]]
+name = "lengths"
+dtype = "i32"
+shape = ["M"]
+init = { dist = "randint", low = 1, high = "N + 1" }
+
+[[outputs]]
+name = "y"
+dtype = "f32"
+shape = ["M", "N"]
+
+[params]
+eps = 1e-5
+
+[shapes]
+small = [ { M = 7, N = 33 }, { M = 64, N = 1000 } ]
+bench = [ { M = 4096, N = 2048 } ]
+
+[cost]
+flops = "5 * M * N"
+bytes = "8 * M * N + 4 * M"
+
+[tolerance]
+f32 = { atol = 1e-6, rtol = 1e-4 }
+
+[libraries]
+allowed = ["cublas"]
+)";
+
+QString dataDir()
+{
+    return QStringLiteral(HONE_TEST_DATA "/problems");
+}
+
+std::string readText(const std::filesystem::path& p)
+{
+    std::ifstream in(p, std::ios::binary);
+    std::ostringstream ss;
+    ss << in.rdbuf();
+    return ss.str();
+}
+
+} // namespace
+
+class TestProblemSpec : public QObject {
+    Q_OBJECT
+
+private slots:
+    void parsesGoodProblem()
+    {
+        const ProblemSpec spec = parseProblemToml(kGood, "problem.toml");
+        QCOMPARE(spec.name, std::string("softmax"));
+        QCOMPARE(spec.family, std::string("softmax"));
+        QCOMPARE(spec.description, std::string("Row softmax."));
+        QCOMPARE(spec.baseline, std::string()); // chosen by loadProblem from the seeds
+        QCOMPARE(spec.inputs.size(), size_t(2));
+        QCOMPARE(spec.inputs[0].name, std::string("x"));
+        QCOMPARE(spec.inputs[0].dtype, DType::F32);
+        QCOMPARE(spec.inputs[0].shape.size(), size_t(2));
+        QCOMPARE(spec.inputs[0].shape[1].symbol, std::string("N"));
+        QCOMPARE(spec.inputs[0].init.dist, std::string("normal"));
+        QCOMPARE(spec.inputs[0].init.args.at("std").text(), std::string("N / 250"));
+        QCOMPARE(spec.inputs[1].dtype, DType::I32);
+        QCOMPARE(spec.inputs[1].init.dist, std::string("randint"));
+        QCOMPARE(spec.outputs.size(), size_t(1));
+        QCOMPARE(spec.outputs[0].name, std::string("y"));
+        QCOMPARE(spec.params.at("eps"), 1e-5);
+        QCOMPARE(spec.smallShapes.size(), size_t(2));
+        QCOMPARE(spec.smallShapes[1].at("N"), int64_t(1000));
+        QCOMPARE(spec.benchShapes.size(), size_t(1));
+        QCOMPARE(spec.benchShapes[0].at("M"), int64_t(4096));
+        QCOMPARE(spec.flops.text(), std::string("5 * M * N"));
+        QCOMPARE(spec.tolerance.size(), size_t(1));
+        QCOMPARE(spec.tolerance.at(DType::F32).atol, 1e-6);
+        QCOMPARE(spec.tolerance.at(DType::F32).rtol, 1e-4);
+        QCOMPARE(spec.allowedLibraries, std::vector<std::string> { "cublas" });
+    }
+
+    void resolvesShape()
+    {
+        const ProblemSpec spec = parseProblemToml(kGood, "problem.toml");
+        const nlohmann::json got = resolveShape(spec, spec.smallShapes[1], "small[1]");
+        const nlohmann::json want = nlohmann::json::parse(R"({
+            "label": "small[1]",
+            "symbols": {"M": 64, "N": 1000},
+            "flops": 320000.0,
+            "bytes": 512256.0,
+            "inputs": [
+                {"name": "x", "dtype": "f32", "shape": [64, 1000],
+                 "init": {"dist": "normal", "mean": 0.0, "std": 4}},
+                {"name": "lengths", "dtype": "i32", "shape": [64],
+                 "init": {"dist": "randint", "low": 1, "high": 1001}}
+            ],
+            "outputs": [{"name": "y", "dtype": "f32", "shape": [64, 1000]}]
+        })");
+        QCOMPARE(QString::fromStdString(got.dump()), QString::fromStdString(want.dump()));
+        // Integer expressions stay integers (C division), decimals stay decimals.
+        QVERIFY(got["inputs"][0]["init"]["std"].is_number_integer());
+        QVERIFY(got["inputs"][0]["init"]["mean"].is_number_float());
+        QVERIFY(got["flops"].is_number_float());
+    }
+
+    void resolvesDefaultsAndOffsets()
+    {
+        const ProblemSpec spec = parseProblemToml(R"toml(name = "segment_sum"
+family = "segment_reduce"
+[[inputs]]
+name = "values"
+dtype = "bf16"
+shape = ["E", 4]
+[[inputs]]
+name = "ids"
+dtype = "u8"
+shape = ["E"]
+[[inputs]]
+name = "row_ptr"
+dtype = "i64"
+shape = ["R"]
+init = { dist = "offsets", total = "E" }
+[[inputs]]
+name = "scale"
+dtype = "f64"
+shape = [1]
+init = { dist = "uniform", low = "-alpha", high = "alpha * log2(E)" }
+[[outputs]]
+name = "sums"
+dtype = "bf16"
+shape = ["R", 4]
+[params]
+alpha = 0.5
+[shapes]
+small = [ { E = 1024, R = 9 } ]
+bench = [ { E = 65536, R = 513 } ]
+[cost]
+flops = 0
+bytes = "ceil_div(E, 128) * 128 * 2"
+[tolerance]
+bf16 = { atol = 1e-2, rtol = 1e-2 }
+)toml",
+            "problem.toml");
+        const nlohmann::json got = resolveShape(spec, spec.benchShapes[0], "bench[0]");
+        const nlohmann::json want = nlohmann::json::parse(R"({
+            "label": "bench[0]",
+            "symbols": {"E": 65536, "R": 513},
+            "flops": 0.0,
+            "bytes": 131072.0,
+            "inputs": [
+                {"name": "values", "dtype": "bf16", "shape": [65536, 4],
+                 "init": {"dist": "normal", "mean": 0.0, "std": 1.0}},
+                {"name": "ids", "dtype": "u8", "shape": [65536],
+                 "init": {"dist": "randint", "low": 0, "high": 100}},
+                {"name": "row_ptr", "dtype": "i64", "shape": [513],
+                 "init": {"dist": "offsets", "total": 65536}},
+                {"name": "scale", "dtype": "f64", "shape": [1],
+                 "init": {"dist": "uniform", "low": -0.5, "high": 8.0}}
+            ],
+            "outputs": [{"name": "sums", "dtype": "bf16", "shape": [513, 4]}]
+        })");
+        QCOMPARE(QString::fromStdString(got.dump()), QString::fromStdString(want.dump()));
+    }
+
+    void resolvesProblem()
+    {
+        ProblemSpec spec = parseProblemToml(kGood, "problem.toml");
+        spec.referenceSource = "int hone_run(const hone_args*) { return 0; }";
+        const nlohmann::json p = resolveProblem(spec);
+        QCOMPARE(p["name"], "softmax");
+        QCOMPARE(p["family"], "softmax");
+        QCOMPARE(p["reference"], nlohmann::json({ { "lang", "cpp" }, { "source", spec.referenceSource } }));
+        QCOMPARE(p["params"], nlohmann::json({ { "eps", 1e-5 } }));
+        QCOMPARE(p["tolerance"], nlohmann::json::parse(R"({"f32":{"atol":1e-6,"rtol":1e-4}})"));
+        QCOMPARE(p["check"].size(), size_t(2));
+        QCOMPARE(p["check"][0]["label"], "small[0]");
+        QCOMPARE(p["check"][0]["flops"], 5.0 * 7 * 33);
+        QCOMPARE(p["check"][1]["label"], "small[1]");
+        QCOMPARE(p["bench"].size(), size_t(1));
+        QCOMPARE(p["bench"][0]["label"], "bench[0]");
+        QCOMPARE(p["bench"][0]["inputs"][0]["shape"], nlohmann::json({ 4096, 2048 }));
+        QCOMPARE(p["bench"][0]["inputs"][0]["init"]["std"], 8); // 2048 / 250 in integers
+    }
+
+    void rejectsMalformed_data()
+    {
+        QTest::addColumn<QString>("from");
+        QTest::addColumn<QString>("to");
+        QTest::addColumn<QString>("message");
+
+        const QString dtypes = "one of f32, f16, bf16, f64, i32, i64, u8";
+        // One row per case reads as a table, so the formatter leaves these alone.
+        // clang-format off
+        QTest::addRow("toml syntax error")
+            << "name = \"x\"\n" << "name = \"x\n"
+            << "problem.toml:6:10: field '': Error while parsing string: unescaped control characters "
+               "other than TAB (U+0009) are explicitly prohibited; expected valid TOML";
+        QTest::addRow("toml duplicate key")
+            << "dtype = \"f32\"\nshape = [\"M\", \"N\"]\ninit" << "dtype = \"f32\"\ndtype = \"f16\"\ninit"
+            << "problem.toml:8:9: field '': Error while parsing key-value pair: cannot redefine existing "
+               "string 'dtype'; expected valid TOML";
+        QTest::addRow("unknown dtype")
+            << "dtype = \"f32\"\nshape = [\"M\", \"N\"]\ninit" << "dtype = \"f33\"\nshape = [\"M\", \"N\"]\ninit"
+            << "problem.toml:7:9: field 'inputs[0].dtype': unknown dtype 'f33'; expected " + dtypes;
+        QTest::addRow("missing name")
+            << "name = \"softmax\"\n" << ""
+            << "problem.toml:1:1: field 'name': missing required key; expected a string of [a-z0-9_]+";
+        QTest::addRow("bad name chars")
+            << "name = \"softmax\"" << "name = \"Soft-Max\""
+            << "problem.toml:1:8: field 'name': invalid name 'Soft-Max'; expected only lower-case letters, "
+               "digits and '_' ([a-z0-9_]+)";
+        QTest::addRow("name not a string")
+            << "name = \"softmax\"" << "name = 7"
+            << "problem.toml:1:8: field 'name': found an integer; expected a string of [a-z0-9_]+";
+        QTest::addRow("unknown top-level key")
+            << "description =" << "descripton ="
+            << "problem.toml:3:1: field 'descripton': unknown key 'descripton'; expected one of name, family, "
+               "description, baseline, inputs, outputs, params, shapes, cost, tolerance, libraries";
+        QTest::addRow("duplicate tensor name")
+            << "name = \"y\"" << "name = \"x\""
+            << "problem.toml:18:8: field 'outputs[0].name': duplicate tensor name 'x' (also inputs[0].name); "
+               "expected names unique across inputs and outputs";
+        QTest::addRow("tensor name not an identifier")
+            << "name = \"lengths\"" << "name = \"2lengths\""
+            << "problem.toml:12:8: field 'inputs[1].name': invalid tensor name '2lengths'; expected a C identifier";
+        QTest::addRow("unknown key typo")
+            << "shape = [\"M\", \"N\"]\ninit" << "shpe = [\"M\", \"N\"]\ninit"
+            << "problem.toml:8:1: field 'inputs[0].shpe': unknown key 'shpe'; expected one of name, dtype, shape, init";
+        QTest::addRow("init on an output")
+            << "shape = [\"M\", \"N\"]\n\n[params]" << "shape = [\"M\", \"N\"]\ninit = { dist = \"normal\" }\n[params]"
+            << "problem.toml:21:1: field 'outputs[0].init': unknown key 'init'; expected one of name, dtype, shape";
+        QTest::addRow("rank above 8")
+            << "shape = [\"M\", \"N\"]\ninit" << "shape = [\"M\", \"N\", 1, 1, 1, 1, 1, 1, 1]\ninit"
+            << "problem.toml:8:9: field 'inputs[0].shape': rank 9 is too high; expected at most 8 dimensions";
+        QTest::addRow("empty shape")
+            << "shape = [\"M\"]" << "shape = []"
+            << "problem.toml:14:9: field 'inputs[1].shape': empty shape; expected at least one dimension "
+               "(use [1] for a scalar)";
+        QTest::addRow("zero fixed extent")
+            << "shape = [\"M\"]" << "shape = [\"M\", 0]"
+            << "problem.toml:14:15: field 'inputs[1].shape[1]': extent 0 is not positive; expected a positive integer";
+        QTest::addRow("shape symbol not bound")
+            << "{ M = 64, N = 1000 }" << "{ M = 64 }"
+            << "problem.toml:26:30: field 'shapes.small[1].N': missing extent for symbol 'N' (used by "
+               "inputs[0].shape[1]); expected a positive integer for every symbol in use (M, N)";
+        QTest::addRow("empty small set")
+            << "small = [ { M = 7, N = 33 }, { M = 64, N = 1000 } ]" << "small = []"
+            << "problem.toml:26:9: field 'shapes.small': empty array; expected a non-empty array of tables "
+               "such as [ { M = 64, N = 128 } ]";
+        QTest::addRow("missing bench set")
+            << "bench = [ { M = 4096, N = 2048 } ]\n" << ""
+            << "problem.toml:25:1: field 'shapes.bench': missing required key; expected a non-empty array of "
+               "tables such as [ { M = 64, N = 128 } ]";
+        QTest::addRow("negative extent")
+            << "{ M = 7, N = 33 }" << "{ M = -7, N = 33 }"
+            << "problem.toml:26:17: field 'shapes.small[0].M': extent -7 is not positive; expected a positive integer";
+        QTest::addRow("decimal extent")
+            << "{ M = 4096, N = 2048 }" << "{ M = 4096, N = 2048.5 }"
+            << "problem.toml:27:27: field 'shapes.bench[0].N': found a float; expected a positive integer";
+        QTest::addRow("bad cost expression")
+            << "flops = \"5 * M * N\"" << "flops = \"5 * (M * N\""
+            << "problem.toml:30:9: field 'cost.flops': expected ')' at column 11; expected an expression over "
+               "shape symbols and params";
+        QTest::addRow("cost expression with unknown symbol")
+            << "flops = \"5 * M * N\"" << "flops = \"5 * M * K\""
+            << "problem.toml:30:9: field 'cost.flops': unknown symbol 'K'; expected a shape symbol (M, N) or "
+               "a param (eps)";
+        QTest::addRow("missing cost bytes")
+            << "bytes = \"8 * M * N + 4 * M\"\n" << ""
+            << "problem.toml:29:1: field 'cost.bytes': missing required key; expected an expression over shape "
+               "symbols and params";
+        QTest::addRow("missing tolerance for an output dtype")
+            << "dtype = \"f32\"\nshape = [\"M\", \"N\"]\n\n" << "dtype = \"f16\"\nshape = [\"M\", \"N\"]\n\n"
+            << "problem.toml:33:1: field 'tolerance.f16': missing tolerance for outputs[0] (f16); expected a "
+               "table { atol = ..., rtol = ... }";
+        QTest::addRow("zero tolerance for a float dtype")
+            << "atol = 1e-6, rtol = 1e-4" << "atol = 0, rtol = 0.0"
+            << "problem.toml:34:7: field 'tolerance.f32': atol and rtol are both 0; expected a positive atol or "
+               "rtol for a float dtype";
+        QTest::addRow("negative tolerance")
+            << "rtol = 1e-4" << "rtol = -1e-4"
+            << "problem.toml:34:29: field 'tolerance.f32.rtol': tolerance -1e-04 is not a finite number >= 0; "
+               "expected a number >= 0";
+        QTest::addRow("randint on a float tensor")
+            << "dist = \"normal\", mean = 0.0, std = \"N / 250\"" << "dist = \"randint\", low = 0, high = 9"
+            << "problem.toml:9:17: field 'inputs[0].init.dist': 'randint' does not fit inputs[0] (f32, rank 2); "
+               "expected one of normal, uniform for f32";
+        QTest::addRow("offsets on a rank-2 int tensor")
+            << "shape = [\"M\"]\ninit = { dist = \"randint\", low = 1, high = \"N + 1\" }"
+            << "shape = [\"M\", \"N\"]\ninit = { dist = \"offsets\", total = \"M * N\" }"
+            << "problem.toml:15:17: field 'inputs[1].init.dist': 'offsets' does not fit inputs[1] (i32, rank 2); "
+               "expected one of uniform, randint for i32 with rank 2";
+        QTest::addRow("unknown init key")
+            << "std = \"N / 250\"" << "sd = \"N / 250\""
+            << "problem.toml:9:39: field 'inputs[0].init.sd': unknown key 'sd'; expected one of dist, mean, std";
+        QTest::addRow("missing randint bound")
+            << "low = 1, high = \"N + 1\"" << "low = 1"
+            << "problem.toml:15:8: field 'inputs[1].init.high': missing required key; expected a number or an "
+               "expression string";
+        QTest::addRow("init divides by zero for a shape")
+            << "std = \"N / 250\"" << "std = \"N / (N - 33)\""
+            << "problem.toml:9:45: field 'inputs[0].init.std': division by zero with shapes.small[0]; expected "
+               "an expression valid for every shape";
+        QTest::addRow("empty randint range for a shape")
+            << "high = \"N + 1\"" << "high = \"N - 900\""
+            << "problem.toml:15:44: field 'inputs[1].init.high': high is not above low with shapes.small[0]; "
+               "expected high > low";
+        QTest::addRow("param not a number")
+            << "eps = 1e-5" << "eps = \"1e-5\""
+            << "problem.toml:23:7: field 'params.eps': found a string; expected a number";
+        QTest::addRow("shape symbol that is a param")
+            << "{ M = 4096, N = 2048 }" << "{ M = 4096, N = 2048, eps = 3 }"
+            << "problem.toml:27:33: field 'shapes.bench[0].eps': symbol 'eps' is also a param; expected distinct "
+               "names for shape symbols and params";
+        QTest::addRow("missing outputs")
+            << "[[outputs]]\nname = \"y\"\ndtype = \"f32\"\nshape = [\"M\", \"N\"]\n" << ""
+            << "problem.toml:1:1: field 'outputs': missing required key; expected an array of tables ([[outputs]])";
+        QTest::addRow("outputs as a single table")
+            << "[[outputs]]" << "[outputs]"
+            << "problem.toml:17:1: field 'outputs': found a table; expected an array of tables ([[outputs]])";
+        QTest::addRow("libraries not strings")
+            << "allowed = [\"cublas\"]" << "allowed = [\"cublas\", 3]"
+            << "problem.toml:37:22: field 'libraries.allowed[1]': found an integer; expected a non-empty library name";
+        // clang-format on
+    }
+
+    void rejectsMalformed()
+    {
+        QFETCH(QString, from);
+        QFETCH(QString, to);
+        QFETCH(QString, message);
+        QString text = QString::fromUtf8(kGood);
+        QVERIFY2(text.count(from) == 1, "the edit must match exactly once in kGood");
+        text.replace(from, to);
+        try {
+            parseProblemToml(text.toStdString(), "problem.toml");
+            QFAIL("no ProblemError");
+        } catch (const ProblemError& e) {
+            QCOMPARE(QString::fromUtf8(e.what()), message);
+        }
+    }
+
+    void errorCarriesItsParts()
+    {
+        try {
+            parseProblemToml(
+                QString::fromUtf8(kGood).replace("\"f32\"\nshape", "\"f33\"\nshape").toStdString(),
+                "problems/softmax/problem.toml");
+            QFAIL("no ProblemError");
+        } catch (const ProblemError& e) {
+            QCOMPARE(e.file(), std::string("problems/softmax/problem.toml"));
+            QCOMPARE(e.line(), 7);
+            QCOMPARE(e.column(), 9);
+            QCOMPARE(e.field(), std::string("inputs[0].dtype"));
+        }
+    }
+
+    void loadsProblemFolder()
+    {
+        const std::filesystem::path dir = (dataDir() + "/good_scale").toStdString();
+        const ProblemSpec spec = loadProblem(dir);
+        QCOMPARE(spec.name, std::string("scale"));
+        QCOMPARE(spec.dir, dir);
+        QCOMPARE(spec.seeds.size(), size_t(2));
+        QCOMPARE(spec.seeds[0].fileName, std::string("naive.cpp"));
+        QCOMPARE(spec.seeds[0].lang, std::string("cpp"));
+        QCOMPARE(spec.seeds[1].fileName, std::string("vec.cu"));
+        QCOMPARE(spec.seeds[1].lang, std::string("cuda"));
+        QCOMPARE(spec.seeds[1].source, readText(dir / "seeds/vec.cu"));
+        QCOMPARE(spec.referenceSource, readText(dir / "reference.cpp"));
+        QVERIFY(spec.baselineSeed() == &spec.seeds[0]);
+
+        // The hash covers every file, each framed by its name and length.
+        std::string data;
+        auto part = [&](const std::string& name, const std::string& text) {
+            data += name + '\0' + std::to_string(text.size()) + '\0' + text;
+        };
+        part("problem.toml", readText(dir / "problem.toml"));
+        part("reference.cpp", spec.referenceSource);
+        part("seeds/naive.cpp", spec.seeds[0].source);
+        part("seeds/vec.cu", spec.seeds[1].source);
+        QCOMPARE(spec.contentHash, sha256Hex(data));
+        QCOMPARE(spec.contentHash.size(), size_t(64));
+
+        const nlohmann::json p = resolveProblem(spec);
+        QCOMPARE(p["reference"]["source"], spec.referenceSource);
+        QCOMPARE(p["bench"][0]["bytes"], 8.0 * 1048576);
+    }
+
+    void defaultsBaselineToFirstSeed()
+    {
+        const ProblemSpec spec = loadProblem((dataDir() + "/no_baseline_named").toStdString());
+        QCOMPARE(spec.baseline, std::string("blocked.cpp")); // no naive.cpp: first by name
+        QCOMPARE(spec.seeds.size(), size_t(2));
+    }
+
+    void rejectsBadFolder_data()
+    {
+        QTest::addColumn<QString>("folder");
+        QTest::addColumn<QString>("message");
+
+        const QString d = dataDir();
+        // clang-format off
+        QTest::addRow("missing reference.cpp")
+            << "missing_reference"
+            << d + "/missing_reference/reference.cpp:1:1: field '': cannot read the file; expected a CPU reference "
+                   "implementing resources/include/hone/kernel.h";
+        QTest::addRow("bad seed extension")
+            << "bad_seed_extension"
+            << d + "/bad_seed_extension/seeds/notes.txt:1:1: field '': unknown seed extension '.txt'; expected seed "
+                   "files ending in .cpp, .cu or .hip";
+        QTest::addRow("baseline names a missing seed")
+            << "missing_baseline"
+            << d + "/missing_baseline/problem.toml:4:12: field 'baseline': no seed named 'fast.cpp' in seeds/; "
+                   "expected one of naive.cpp";
+        QTest::addRow("no such folder")
+            << "does_not_exist"
+            << d + "/does_not_exist/problem.toml:1:1: field '': cannot read the file; expected a problem folder "
+                   "with problem.toml, reference.cpp and seeds/";
+        // clang-format on
+    }
+
+    void rejectsBadFolder()
+    {
+        QFETCH(QString, folder);
+        QFETCH(QString, message);
+        try {
+            loadProblem((dataDir() + "/" + folder).toStdString());
+            QFAIL("no ProblemError");
+        } catch (const ProblemError& e) {
+            QCOMPARE(QString::fromUtf8(e.what()), message);
+        }
+    }
+
+    void dtypeHelpers()
+    {
+        for (const char* name : { "f32", "f16", "bf16", "f64", "i32", "i64", "u8" })
+            QCOMPARE(dtypeName(*dtypeFromName(name)), name);
+        QVERIFY(!dtypeFromName("f33"));
+        QCOMPARE(dtypeSize(DType::BF16), size_t(2));
+        QCOMPARE(dtypeSize(DType::I64), size_t(8));
+        QCOMPARE(dtypeSize(DType::U8), size_t(1));
+        QVERIFY(isFloat(DType::F16));
+        QVERIFY(!isFloat(DType::I32));
+    }
+};
+
+QTEST_GUILESS_MAIN(TestProblemSpec)
+#include "tst_problem_spec.moc"

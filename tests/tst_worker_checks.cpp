@@ -1,0 +1,592 @@
+// Drives the real hone-worker binary ($HONE_WORKER) over its JSON-lines protocol with a tiny
+// problem, y = 2*x + b, and candidates that are right, wrong in each way the checks must catch,
+// or hostile to the harness.
+#include "core/protocol.h"
+
+#include <QProcess>
+#include <QTemporaryDir>
+#include <QtTest>
+
+#include <nlohmann/json.hpp>
+
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/file.h>
+#include <unistd.h>
+
+#include <string>
+#include <vector>
+
+using nlohmann::json;
+namespace protocol = hone::core::protocol;
+
+namespace {
+
+const char* const kReference = R"(#include <hone/kernel.h>
+extern "C" int hone_run(const hone_args* a)
+{
+    const float* x = static_cast<const float*>(a->inputs[0].data);
+    float* y = static_cast<float*>(a->outputs[0].data);
+    const int64_t n = hone_numel(&a->outputs[0]);
+    const float b = static_cast<float>(hone_param_or(a, "b", 0.0));
+    for (int64_t i = 0; i < n; ++i)
+        y[i] = 2.0f * x[i] + b;
+    return 0;
+}
+)";
+
+/// A candidate for y = 2*x + b whose loop is `body` (x, y, n and b are in scope).
+std::string candidate(const std::string& body)
+{
+    return "#include <hone/kernel.h>\n"
+           "#include <cmath>\n"
+           "#include <cstdio>\n"
+           "#include <new>\n"
+           "#include <stdexcept>\n"
+           "extern \"C\" int hone_run(const hone_args* a)\n"
+           "{\n"
+           "    const float* x = static_cast<const float*>(a->inputs[0].data);\n"
+           "    float* y = static_cast<float*>(a->outputs[0].data);\n"
+           "    const int64_t n = hone_numel(&a->outputs[0]);\n"
+           "    const float b = static_cast<float>(hone_param_or(a, \"b\", 0.0));\n"
+        + body + "}\n";
+}
+
+const char* const kCorrectBody = "#pragma omp parallel for\n"
+                                 "    for (int64_t i = 0; i < n; ++i)\n"
+                                 "        y[i] = 2.0f * x[i] + b;\n"
+                                 "    return 0;\n";
+
+json shape(const std::string& label, int64_t n)
+{
+    return json { { "label", label }, { "symbols", { { "N", n } } }, { "flops", 2.0 * double(n) },
+        { "bytes", 8.0 * double(n) },
+        { "inputs",
+            json::array({ { { "name", "x" }, { "dtype", "f32" }, { "shape", json::array({ n }) },
+                { "init", { { "dist", "normal" }, { "mean", 0.0 }, { "std", 1.0 } } } } }) },
+        { "outputs",
+            json::array({ { { "name", "y" }, { "dtype", "f32" }, { "shape", json::array({ n }) } } }) } };
+}
+
+json source(const std::string& name, const std::string& text, const std::string& flags = {})
+{
+    return json { { "name", name }, { "lang", "cpp" }, { "source", text }, { "knobs", json::object() },
+        { "flags", flags } };
+}
+
+json evalRequest(const std::string& id, const json& cand, bool time, const json& baseline = nullptr)
+{
+    json problem = { { "name", "axpb" }, { "reference", source("reference.cpp", kReference) },
+        { "params", { { "b", 0.5 } } },
+        { "tolerance", { { "f32", { { "atol", 1e-6 }, { "rtol", 1e-5 } } } } },
+        { "check", json::array({ shape("small[0]", 1000), shape("small[1]", 17) }) },
+        { "bench", json::array({ shape("bench[0]", 1 << 20) }) } };
+    json stages = time ? json::array({ "compile", "check", "time" }) : json::array({ "compile", "check" });
+    return json { { "protocol", 1 }, { "type", "eval" }, { "id", id }, { "problem", problem },
+        { "candidate", cand }, { "baseline", baseline }, { "stages", stages },
+        { "config", { { "seeds", { 1, 2, 3 } }, { "samples", 20 }, { "warmup", 2 }, { "timing_shape", 0 } } },
+        { "limits", { { "compile_s", 120 }, { "run_s", 60 } } } };
+}
+
+struct Session {
+    std::vector<json> messages; // every stdout line, parsed
+    QStringList badLines; // stdout lines that are not protocol messages
+    QByteArray stderrText;
+    int exitCode = -1;
+    QProcess::ExitStatus exitStatus = QProcess::NormalExit;
+
+    std::vector<json> ofType(const std::string& type) const
+    {
+        std::vector<json> out;
+        for (const auto& m : messages)
+            if (m.value("type", "") == type)
+                out.push_back(m);
+        return out;
+    }
+};
+
+} // namespace
+
+class TestWorkerChecks : public QObject {
+    Q_OBJECT
+
+private:
+    QString m_worker;
+    QTemporaryDir m_cache;
+
+    /// Starts a worker on `cacheDir`, writes `lines`, closes stdin and collects everything.
+    Session talk(const std::vector<std::string>& lines, const QString& cacheDir = {}, int timeoutMs = 300000)
+    {
+        QProcess p;
+        p.setProgram(m_worker);
+        p.setArguments({ "--stdio", "--cache-dir", cacheDir.isEmpty() ? m_cache.path() : cacheDir });
+        p.start();
+        Session s;
+        if (!p.waitForStarted(10000)) {
+            s.badLines << "worker did not start: " + p.errorString();
+            return s;
+        }
+        for (const auto& line : lines)
+            p.write(QByteArray::fromStdString(line + "\n"));
+        p.closeWriteChannel();
+        if (!p.waitForFinished(timeoutMs)) {
+            p.kill();
+            p.waitForFinished();
+            s.badLines << "worker did not finish in time";
+        }
+        s.exitCode = p.exitCode();
+        s.exitStatus = p.exitStatus();
+        s.stderrText = p.readAllStandardError();
+        const QList<QByteArray> out = p.readAllStandardOutput().split('\n');
+        for (const QByteArray& line : out) {
+            if (line.isEmpty())
+                continue;
+            try {
+                s.messages.push_back(protocol::parseMessage(line.toStdString()));
+            } catch (const protocol::ProtocolError& e) {
+                s.badLines << QString::fromUtf8(line) + " (" + e.what() + ")";
+            }
+        }
+        return s;
+    }
+
+    /// One eval in a fresh worker; fails the test unless exactly one result comes back.
+    json evalOne(const json& request, Session* session = nullptr)
+    {
+        Session s = talk({ request.dump() });
+        if (session)
+            *session = s;
+        if (!s.badLines.isEmpty())
+            qWarning() << "non-protocol output:" << s.badLines;
+        const auto results = s.ofType("result");
+        if (results.size() != 1) {
+            qWarning() << "stderr:" << s.stderrText;
+            return json { { "status", "missing" }, { "results", results.size() } };
+        }
+        return results.front();
+    }
+
+private slots:
+    void initTestCase()
+    {
+        m_worker = qEnvironmentVariable("HONE_WORKER");
+        QVERIFY2(!m_worker.isEmpty(), "set HONE_WORKER to the hone-worker binary");
+        QVERIFY2(QFileInfo(m_worker).isExecutable(), qPrintable(m_worker + " is not executable"));
+        QVERIFY(m_cache.isValid());
+    }
+
+    void versionAndBadArguments()
+    {
+        QProcess p;
+        p.start(m_worker, { "--version" });
+        QVERIFY(p.waitForFinished(10000));
+        QCOMPARE(p.exitCode(), 0);
+        QCOMPARE(p.readAllStandardOutput().trimmed(), QByteArray("hone-worker 0.1.0 protocol 1"));
+
+        p.start(m_worker, { "--stdio", "--frobnicate" });
+        QVERIFY(p.waitForFinished(10000));
+        QCOMPARE(p.exitCode(), 2);
+        QVERIFY(p.readAllStandardError().contains("unknown argument '--frobnicate'"));
+
+        p.start(m_worker, {});
+        QVERIFY(p.waitForFinished(10000));
+        QCOMPARE(p.exitCode(), 2);
+    }
+
+    void hello()
+    {
+        const Session s = talk({ R"({"protocol":1,"type":"hello","id":"h1"})" });
+        QVERIFY2(s.badLines.isEmpty(), qPrintable(s.badLines.join('\n')));
+        QCOMPARE(s.exitCode, 0);
+        const auto hellos = s.ofType("hello");
+        QCOMPARE(hellos.size(), size_t(1));
+        const json& h = hellos.front();
+        QCOMPARE(h["id"].get<std::string>(), std::string("h1"));
+        QCOMPARE(h["version"].get<std::string>(), std::string("0.1.0"));
+        QCOMPARE(h["backends"]["cpu"].get<bool>(), true);
+        QCOMPARE(h["backends"]["cuda"].get<bool>(), false);
+        QCOMPARE(h["devices"].size(), size_t(1));
+        QCOMPARE(h["devices"][0]["kind"].get<std::string>(), std::string("cpu"));
+        QVERIFY(!h["devices"][0]["name"].get<std::string>().empty());
+        QVERIFY(h["devices"][0]["cores"].get<int>() >= 1);
+        QVERIFY(!h["compiler"].get<std::string>().empty());
+    }
+
+    void malformedRequestsKeepServing()
+    {
+        const Session s = talk({ "this is not json", R"({"protocol":7,"type":"hello","id":"v7"})",
+            R"({"protocol":1,"type":"dance","id":"d1"})", R"({"protocol":1,"type":"eval","id":"e1"})",
+            R"({"protocol":1,"type":"hello","id":"h2"})" });
+        QVERIFY2(s.badLines.isEmpty(), qPrintable(s.badLines.join('\n')));
+        const auto results = s.ofType("result");
+        QCOMPARE(results.size(), size_t(4));
+        for (const auto& r : results) {
+            QCOMPARE(r["status"].get<std::string>(), std::string("failed"));
+            QCOMPARE(r["failure"]["kind"].get<std::string>(), std::string("worker_error"));
+        }
+        QVERIFY(results[0]["failure"]["message"].get<std::string>().find("not a JSON object")
+            != std::string::npos);
+        QVERIFY(results[1]["failure"]["message"].get<std::string>().find("version mismatch")
+            != std::string::npos);
+        QVERIFY(results[2]["failure"]["message"].get<std::string>().find("unknown request type 'dance'")
+            != std::string::npos);
+        QCOMPARE(results[3]["id"].get<std::string>(), std::string("e1"));
+        QVERIFY(results[3]["failure"]["message"].get<std::string>().find("'problem'") != std::string::npos);
+        QCOMPARE(s.ofType("hello").size(), size_t(1));
+        QCOMPARE(s.exitCode, 0);
+    }
+
+    void calibrate()
+    {
+        QTemporaryDir cache;
+        const std::string req = R"({"protocol":1,"type":"calibrate","id":"c1"})";
+        const Session first = talk({ req, req }, cache.path());
+        QVERIFY2(first.badLines.isEmpty(), qPrintable(first.badLines.join('\n')));
+        const auto replies = first.ofType("ceilings");
+        QCOMPARE(replies.size(), size_t(2));
+        const json& c = replies[0];
+        QCOMPARE(c["cached"].get<bool>(), false);
+        QVERIFY(c["peak_gflops"].get<double>() > 0);
+        QVERIFY(c["peak_gbps"].get<double>() > 0);
+        QVERIFY(c["device"].get<std::string>().rfind("cpu: ", 0) == 0);
+        QVERIFY(c["method"].get<std::string>().find("copy") != std::string::npos);
+        QCOMPARE(replies[1]["cached"].get<bool>(), true);
+        QCOMPARE(replies[1]["peak_gbps"].get<double>(), c["peak_gbps"].get<double>());
+        qInfo("ceilings: %.1f GFLOP/s, %.1f GB/s", c["peak_gflops"].get<double>(),
+            c["peak_gbps"].get<double>());
+
+        // A new worker on the same cache reads the file instead of measuring again.
+        const Session second = talk({ req }, cache.path());
+        const auto again = second.ofType("ceilings");
+        QCOMPARE(again.size(), size_t(1));
+        QCOMPARE(again[0]["cached"].get<bool>(), true);
+        QCOMPARE(again[0]["peak_gflops"].get<double>(), c["peak_gflops"].get<double>());
+
+        // A corrupt cache file is measured again, not trusted.
+        const QStringList files = QDir(cache.path()).entryList({ "ceilings-cpu-*.json" }, QDir::Files);
+        QCOMPARE(files.size(), 1);
+        QFile f(cache.filePath(files.front()));
+        QVERIFY(f.open(QIODevice::WriteOnly | QIODevice::Truncate));
+        f.write("{ not json");
+        f.close();
+        const Session third = talk({ req }, cache.path());
+        const auto remeasured = third.ofType("ceilings");
+        QCOMPARE(remeasured.size(), size_t(1));
+        QCOMPARE(remeasured[0]["cached"].get<bool>(), false);
+        QVERIFY(remeasured[0]["peak_gbps"].get<double>() > 0);
+    }
+
+    void failures_data()
+    {
+        QTest::addColumn<QString>("body");
+        QTest::addColumn<QString>("flags");
+        QTest::addColumn<QString>("kind");
+        QTest::addColumn<QString>("stage");
+        QTest::addColumn<QStringList>("messageParts");
+
+        QTest::addRow("wrong result")
+            << "    for (int64_t i = 0; i < n; ++i)\n        y[i] = 2.0f * x[i] - b;\n"
+               "    return 0;\n"
+            << ""
+            << "wrong_result"
+            << "check"
+            << QStringList { "output 'y' differs from the reference at 1000 of 1000 elements",
+                   "small[0] seed 1", "want" };
+        QTest::addRow("partial write")
+            << "    for (int64_t i = 0; i + 1 < n; ++i)\n        y[i] = 2.0f * x[i] + b;\n"
+               "    return 0;\n"
+            << ""
+            << "partial_write"
+            << "check" << QStringList { "1 of 1000 elements of 'y' were never written (first at index 999)" };
+        QTest::addRow("input mutation")
+            << "    for (int64_t i = 0; i < n; ++i) {\n        const float v = x[i];\n"
+               "        const_cast<float*>(x)[i] = 0.0f;\n        y[i] = 2.0f * v + b;\n"
+               "    }\n    return 0;\n"
+            << ""
+            << "input_mutation"
+            << "check" << QStringList { "input 'x' was modified", "first change at index 0", "read-only" };
+        QTest::addRow("nan output")
+            << "    for (int64_t i = 0; i < n; ++i)\n"
+               "        y[i] = i == 7 ? std::nanf(\"\") : 2.0f * x[i] + b;\n    return 0;\n"
+            << ""
+            << "nan"
+            << "check" << QStringList { "output 'y' has 1 of 1000 elements NaN or Inf", "first at index 7" };
+        QTest::addRow("constant output")
+            << "    for (int64_t i = 0; i < n; ++i)\n        y[i] = 0.0f;\n    return 0;\n"
+            << ""
+            << "wrong_result"
+            << "check" << QStringList { "output 'y' is constant (every element = 0)" };
+        QTest::addRow("returns 1") << "    for (int64_t i = 0; i < n; ++i)\n        y[i] = 2.0f * x[i] + b;\n"
+                                      "    return 1;\n"
+                                   << ""
+                                   << "runtime_error"
+                                   << "check" << QStringList { "hone_run returned 1 on small[0] seed 1" };
+        QTest::addRow("throws") << "    (void)x; (void)y; (void)n; (void)b;\n"
+                                   "    throw std::runtime_error(\"kaboom\");\n"
+                                << ""
+                                << "runtime_error"
+                                << "check" << QStringList { "hone_run threw kaboom" };
+        QTest::addRow("bad_alloc") << "    (void)x; (void)y; (void)n; (void)b;\n    throw std::bad_alloc();\n"
+                                   << ""
+                                   << "memory_limit"
+                                   << "check" << QStringList { "ran out of memory" };
+        QTest::addRow("compile error")
+            << "    undeclared_helper(x, y, n, b);\n    return 0;\n"
+            << ""
+            << "compile_error"
+            << "compile" << QStringList { "candidate.cpp:12:5: error:", "undeclared_helper" };
+        QTest::addRow("refused plugin flag")
+            << QString(kCorrectBody) << "-O2 -fplugin=x.so"
+            << "bad_candidate"
+            << "compile" << QStringList { "flag '-fplugin=x.so' is not allowed" };
+        QTest::addRow("refused linker flag")
+            << QString(kCorrectBody) << "-Wl,-rpath,/tmp"
+            << "bad_candidate"
+            << "compile" << QStringList { "flag '-Wl,-rpath,/tmp' is not allowed" };
+    }
+
+    void failures()
+    {
+        QFETCH(QString, body);
+        QFETCH(QString, flags);
+        QFETCH(QString, kind);
+        QFETCH(QString, stage);
+        QFETCH(QStringList, messageParts);
+        const json cand = source("candidate.cpp", candidate(body.toStdString()), flags.toStdString());
+        Session s;
+        const json r = evalOne(evalRequest(QTest::currentDataTag(), cand, false), &s);
+        QVERIFY2(s.badLines.isEmpty(), qPrintable(s.badLines.join('\n')));
+        QCOMPARE(QString::fromStdString(r.value("status", "")), QString("failed"));
+        const std::string message = r["failure"]["message"].get<std::string>();
+        QCOMPARE(QString::fromStdString(r["failure"]["kind"].get<std::string>()), kind);
+        QCOMPARE(QString::fromStdString(r["failure"]["stage"].get<std::string>()), stage);
+        for (const QString& part : messageParts)
+            QVERIFY2(message.find(part.toStdString()) != std::string::npos,
+                qPrintable("'" + part + "' not in: " + QString::fromStdString(message)));
+        QCOMPARE(r["id"].get<std::string>(), std::string(QTest::currentDataTag()));
+        // A failed check is recorded with its numbers; a failed compile has no checks.
+        if (stage == "check") {
+            QVERIFY(!r["checks"].empty());
+            const json& last = r["checks"].back();
+            QCOMPARE(last["ok"].get<bool>(), false);
+            QCOMPARE(QString::fromStdString(last["failure"]["kind"].get<std::string>()), kind);
+            if (kind == "wrong_result" || kind == "partial_write" || kind == "nan") {
+                QVERIFY(last["mismatches"].get<int>() > 0);
+                QVERIFY(!last["first_mismatches"].empty());
+                QVERIFY(last["first_mismatches"].size() <= 5);
+            }
+        } else {
+            QVERIFY(r["checks"].empty());
+        }
+        QVERIFY(!r.contains("timing"));
+        QVERIFY(!protocol::summarize(r).ok);
+    }
+
+    void compileErrorMessages()
+    {
+        const std::string text
+            = candidate("    (void)x; (void)y; (void)n; (void)b;\n    int k = undeclared_thing;\n"
+                        "    return k;\n");
+        const json r = evalOne(evalRequest("ce", source("broken.cpp", text), false));
+        QCOMPARE(r["failure"]["kind"].get<std::string>(), std::string("compile_error"));
+        const json& c = r["compile"];
+        QCOMPARE(c["ok"].get<bool>(), false);
+        QVERIFY(c["command"].get<std::string>().find("-O3 -march=native -fopenmp") != std::string::npos);
+        QVERIFY(c["log"].get<std::string>().find("broken.cpp:13:13: error:") != std::string::npos);
+        bool found = false;
+        for (const auto& m : c["messages"])
+            if (m["severity"] == "error" && m["line"].get<int>() == 13 && m["column"].get<int>() == 13
+                && m["file"] == "broken.cpp"
+                && m["text"].get<std::string>() == "'undeclared_thing' was not declared in this scope")
+                found = true;
+        QVERIFY2(found, c["messages"].dump().c_str());
+        QCOMPARE(r["failure"]["message"].get<std::string>(),
+            std::string("broken.cpp:13:13: error: 'undeclared_thing' was not declared in this scope"));
+    }
+
+    void missingEntryPoint()
+    {
+        // Never mentions hone_run at all: refused before compiling.
+        json r = evalOne(evalRequest("none", source("none.cpp", "int helper() { return 1; }\n"), false));
+        QCOMPARE(r["failure"]["kind"].get<std::string>(), std::string("bad_candidate"));
+        QVERIFY(
+            r["failure"]["message"].get<std::string>().find("never mentions hone_run") != std::string::npos);
+        QVERIFY(!r.contains("compile"));
+
+        // Mentions it, compiles, but exports something else.
+        r = evalOne(evalRequest("other",
+            source("other.cpp",
+                "// hone_run is elsewhere\nextern \"C\" int hone_run_v2(const void*) { return 0; }\n"),
+            false));
+        QCOMPARE(r["failure"]["kind"].get<std::string>(), std::string("bad_candidate"));
+        QVERIFY(
+            r["failure"]["message"].get<std::string>().find("exports no 'hone_run'") != std::string::npos);
+        QCOMPARE(r["compile"]["ok"].get<bool>(), true);
+    }
+
+    void constantReferenceIsRefused()
+    {
+        // An init that makes every output equal: a constant kernel would pass, so the worker
+        // refuses the problem rather than the candidate.
+        json req = evalRequest("const-ref", source("candidate.cpp", candidate(kCorrectBody)), false);
+        for (auto& s : req["problem"]["check"])
+            s["inputs"][0]["init"] = { { "dist", "uniform" }, { "low", 1.0 }, { "high", 1.0 } };
+        const json r = evalOne(req);
+        QCOMPARE(r["failure"]["kind"].get<std::string>(), std::string("worker_error"));
+        QVERIFY(r["failure"]["message"].get<std::string>().find(
+                    "problem init makes reference output 'y' constant")
+            != std::string::npos);
+        QVERIFY(r["failure"]["message"].get<std::string>().find("widen the init distribution")
+            != std::string::npos);
+    }
+
+    void compileTimeLimit()
+    {
+        json req = evalRequest("slow", source("slow.cpp", candidate(kCorrectBody), "-DSLOW=1"), false);
+        req["limits"]["compile_s"] = 0.01;
+        const json r = evalOne(req);
+        QCOMPARE(r["failure"]["kind"].get<std::string>(), std::string("timeout"));
+        QCOMPARE(r["failure"]["stage"].get<std::string>(), std::string("compile"));
+        QVERIFY(r["failure"]["message"].get<std::string>().find("limits.compile_s = 0.01 s")
+            != std::string::npos);
+    }
+
+    void correctCandidateIsTimed()
+    {
+        json cand = source("tuned.cpp",
+            "#if UNROLL != 4\n#error the knob did not arrive\n#endif\n" + candidate(kCorrectBody),
+            "-ffast-math");
+        cand["knobs"] = { { "UNROLL", "4" } };
+        const json base = source("naive.cpp", kReference);
+        Session s;
+        const json r = evalOne(evalRequest("good", cand, true, base), &s);
+        QVERIFY2(s.badLines.isEmpty(), qPrintable(s.badLines.join('\n')));
+        QVERIFY2(r.value("status", "") == "ok", r.dump(2).c_str());
+        QVERIFY(!r.contains("failure"));
+        qInfo("result: %s", r.dump().c_str());
+
+        // compile -> check -> (wait for the timing lock) -> time -> recheck -> diagnose.
+        std::vector<std::string> stages;
+        for (const auto& p : s.ofType("progress"))
+            if (stages.empty() || stages.back() != p["stage"])
+                stages.push_back(p["stage"].get<std::string>());
+        QCOMPARE(
+            stages, (std::vector<std::string> { "compile", "check", "wait", "time", "recheck", "diagnose" }));
+
+        QCOMPARE(r["compile"]["ok"].get<bool>(), true);
+        QVERIFY(
+            r["compile"]["command"].get<std::string>().find("-DUNROLL=4 -ffast-math") != std::string::npos);
+        QCOMPARE(r["checks"].size(), size_t(2 * 3 + 1));
+        for (const auto& c : r["checks"]) {
+            QCOMPARE(c["ok"].get<bool>(), true);
+            QCOMPARE(c["mismatches"].get<int>(), 0);
+        }
+        QCOMPARE(r["checks"].back()["shape"].get<std::string>(), std::string("bench[0]"));
+        QCOMPARE(r["checks"].back()["after_timing"].get<bool>(), true);
+
+        const json& t = r["timing"];
+        QCOMPARE(t["shape"].get<std::string>(), std::string("bench[0]"));
+        QCOMPARE(t["samples_ns"].size(), size_t(20));
+        const double median = t["median_ns"].get<double>();
+        QVERIFY(median > 0);
+        QVERIFY(t["p10_ns"].get<double>() <= median);
+        QVERIFY(median <= t["p90_ns"].get<double>());
+        QVERIFY(t["cv"].get<double>() >= 0);
+        QVERIFY(t["baseline"]["median_ns"].get<double>() > 0);
+        QVERIFY(t["speedup"].get<double>() > 0);
+
+        const json& roof = r["roofline"];
+        QCOMPARE(roof["bytes"].get<double>(), 8.0 * (1 << 20));
+        QCOMPARE(roof["flops"].get<double>(), 2.0 * (1 << 20));
+        QVERIFY(roof["gbps"].get<double>() > 0);
+        QVERIFY(roof["peak_gbps"].get<double>() > 0);
+        QVERIFY(roof["peak_gflops"].get<double>() > 0);
+        QVERIFY(roof["floor_ns"].get<double>() > 0);
+        const std::string bound = r["diagnosis"]["bound"].get<std::string>();
+        QVERIFY(bound == "memory" || bound == "latency" || bound == "compute");
+        QVERIFY(r["diagnosis"]["evidence"].get<std::string>().rfind(bound, 0) == 0);
+        QVERIFY(r["diagnosis"]["evidence"].get<std::string>().find("GB/s") != std::string::npos);
+
+        const json& env = r["environment"];
+        QVERIFY(env["device"].get<std::string>().rfind("cpu: ", 0) == 0);
+        QVERIFY(env["cores"].get<int>() >= 1);
+        QVERIFY(!env["compiler"].get<std::string>().empty());
+        QVERIFY(env["flags"].get<std::string>().find("-ffast-math") != std::string::npos);
+
+        const protocol::EvalSummary sum = protocol::summarize(r);
+        QVERIFY(sum.ok);
+        QCOMPARE(sum.speedup, t["speedup"].get<double>());
+
+        // The same candidate again: its object comes from the compile cache.
+        const json again = evalOne(evalRequest("good-again", cand, false));
+        QCOMPARE(again["status"].get<std::string>(), std::string("ok"));
+        QCOMPARE(again["compile"]["cached"].get<bool>(), true);
+    }
+
+    void timingWaitsForTheDeviceLock()
+    {
+        // Another worker (here: this test) holds the machine's timing lock: compile and check
+        // go ahead, timing waits until the lock is free.
+        const QByteArray lockPath = QFile::encodeName(m_cache.filePath("cpu-timing.lock"));
+        const int fd = ::open(lockPath.constData(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+        QVERIFY(fd >= 0);
+        QCOMPARE(::flock(fd, LOCK_EX), 0);
+        QProcess p;
+        p.start(m_worker, { "--stdio", "--cache-dir", m_cache.path() });
+        QVERIFY(p.waitForStarted(10000));
+        p.write(QByteArray::fromStdString(
+            evalRequest("locked", source("locked.cpp", candidate(kCorrectBody)), true).dump() + "\n"));
+        p.closeWriteChannel();
+        QByteArray out;
+        QTRY_VERIFY_WITH_TIMEOUT((out += p.readAllStandardOutput()).contains("\"stage\":\"wait\""), 120000);
+        QTest::qWait(1500);
+        out += p.readAllStandardOutput();
+        QVERIFY(out.contains("\"stage\":\"check\""));
+        QVERIFY(!out.contains("\"stage\":\"time\""));
+        QCOMPARE(p.state(), QProcess::Running);
+        ::flock(fd, LOCK_UN);
+        ::close(fd);
+        QVERIFY(p.waitForFinished(120000));
+        out += p.readAllStandardOutput();
+        QVERIFY(out.contains("\"stage\":\"time\""));
+        QVERIFY(out.contains("\"status\":\"ok\""));
+    }
+
+    void stdoutNoiseStaysOffTheProtocol()
+    {
+        const std::string body
+            = "    std::printf(\"HELLO FROM CANDIDATE {\\\"type\\\":\\\"result\\\"}\\n\");\n"
+              "    std::fflush(stdout);\n"
+            + std::string(kCorrectBody);
+        Session s;
+        const json r = evalOne(evalRequest("noisy", source("noisy.cpp", candidate(body)), true), &s);
+        QVERIFY2(s.badLines.isEmpty(), qPrintable(s.badLines.join('\n')));
+        QVERIFY2(r.value("status", "") == "ok", r.dump(2).c_str());
+        QVERIFY(s.stderrText.contains("HELLO FROM CANDIDATE"));
+        QCOMPARE(s.ofType("result").size(), size_t(1));
+        // No baseline: no speedup.
+        QVERIFY(r["timing"]["median_ns"].get<double>() > 0);
+        QVERIFY(!r["timing"].contains("speedup"));
+        QVERIFY(!r["timing"].contains("baseline"));
+    }
+
+    void crashNamesTheStage()
+    {
+        const std::string body
+            = "    (void)x; (void)n; (void)b;\n    y[0] = *static_cast<volatile float*>(nullptr);\n"
+              "    return 0;\n";
+        const Session s = talk({ evalRequest("crash", source("crash.cpp", candidate(body)), false).dump() });
+        QVERIFY2(s.badLines.isEmpty(), qPrintable(s.badLines.join('\n')));
+        QCOMPARE(s.exitStatus, QProcess::CrashExit);
+        QCOMPARE(s.exitCode, SIGSEGV);
+        QVERIFY(s.ofType("result").empty());
+        const auto progress = s.ofType("progress");
+        QVERIFY(!progress.empty());
+        QCOMPARE(progress.back()["id"].get<std::string>(), std::string("crash"));
+        QCOMPARE(progress.back()["stage"].get<std::string>(), std::string("check"));
+        QCOMPARE(progress.back()["detail"].get<std::string>(), "fatal signal " + std::to_string(SIGSEGV));
+    }
+};
+
+QTEST_GUILESS_MAIN(TestWorkerChecks)
+#include "tst_worker_checks.moc"
