@@ -386,7 +386,7 @@ int main(int argc, char** argv)
     app.add_option("--store", g.store, "SQLite store (default $HONE_STORE or ~/.local/share/hone/hone.db)");
     app.add_option("--worker", g.worker, "hone-worker executable (default: next to hone, else PATH)");
     app.add_option("--cache-dir", g.cacheDir, "compile and calibration cache (default ~/.cache/hone)");
-    app.add_option("--memory-limit", g.memoryMiB, "per-worker resident memory limit in MiB")->check(CLI::PositiveNumber);
+    app.add_option("--memory-limit", g.memoryMiB, "per-worker resident memory limit in MiB")->check(CLI::Range(64.0, 1048576.0));
 
     core::RunOptions opts;
     bool json = false;
@@ -394,7 +394,7 @@ int main(int argc, char** argv)
     auto* run = app.add_subcommand("run", "search for a faster kernel for PROBLEM");
     run->add_option("problem", problem, "problem folder (with problem.toml)")->required()->check(CLI::ExistingDirectory);
     run->add_option("--target", opts.target, "device kind")->check(CLI::IsMember({"cpu"}));
-    run->add_option("--budget", opts.budget, "evaluations, seeds and cache hits included")->check(CLI::PositiveNumber);
+    run->add_option("--budget", opts.budget, "evaluations, seeds and cache hits included")->check(CLI::Range(1, 1000000));
     run->add_option("--workers", opts.workers, "parallel evaluations")->check(CLI::Range(1, 256));
     run->add_option("--seed", opts.seed, "random seed of the search");
     run->add_option("--target-speedup", opts.targetSpeedup, "stop once this speedup is reached");

@@ -90,9 +90,13 @@ nlohmann::json runWorker(const WorkerCommand& cmd, const nlohmann::json& request
         dup2(err[1], 2);
         // A backstop for allocations the RSS watch cannot see in time; virtual size runs well
         // ahead of resident size (thread stacks, malloc arenas), hence the headroom.
+#if !defined(__SANITIZE_ADDRESS__) && !defined(__SANITIZE_THREAD__)
+        // (Sanitizer builds reserve terabytes of shadow address space; the RSS watch still
+        // applies to them.)
         rlim_t as = static_cast<rlim_t>((limits.memoryMiB * 2 + 8192) * 1024 * 1024);
         struct rlimit rl {as, as};
         setrlimit(RLIMIT_AS, &rl);
+#endif
         execvp(argv[0], argv.data());
         // Only async-signal-safe calls between fork and exec: the parent has threads.
         static const char msg[] = "exec of the worker command failed\n";
