@@ -1,0 +1,274 @@
+// dot_interaction, tunable: one warp per sample, the sample held in registers.
+// Lane l keeps elements [l*DPL, (l+1)*DPL) of every row of X[b] (DPL = 1, 2 or 4 floats, so
+// D <= 32 * DPL; one 4-, 8- or 16-byte load per row and lane, coalesced across the warp), up to
+// FMAX rows. The pairs (i, j) are taken 32 at a time in their output order: each lane computes
+// its DPL-long partial dot product for all 32 pairs of the chunk (the pair indices are
+// compile-time constants, so the row registers are addressed statically), then a 5-step
+// reduce-scatter over the warp (31 shuffles) leaves the full sum of pair 32c + l in lane l, which
+// writes it: one coalesced 128-byte store per chunk. Chunks past P are skipped, rows past F are
+// zero. No shared memory, no barriers.
+//   WPB      warps (samples in flight) per block.
+//   PERSIST  0: one sample per warp, B / WPB blocks; 1: as many blocks as fit on the GPU at
+//            once, each warp loops over samples (grid stride).
+//   FMAX     rows held in registers (32 * DPL * FMAX bytes per warp); F <= FMAX is required for
+//            this path.
+//   PREFETCH with PERSIST = 1, while a warp works on one sample it asks for its next sample to
+//            be brought into L2, so memory stays busy while the warp computes: 1: one
+//            prefetch.global.L2 per 128-byte line, 2: one cp.async.bulk.prefetch.L2 of the whole
+//            sample (Hopper; 16-byte aligned samples only, else as 1).
+//   MINW     0: no register cap (the compiler may use up to 255 registers, fewer warps fit);
+//            12: registers capped so that at least 12 warps (whole blocks) fit on a
+//            multiprocessor.
+// Shapes the register path cannot take (F > FMAX or D > 128) go to a plain one-thread-per-output
+// kernel.
+//
+// The requires drop the register cap where it would make the compiler spill (FMAX = 32, or more
+// than 4 warps per block) and use PREFETCH only with PERSIST = 1 (one sample per warp has no
+// next sample).
+//
+// hone:knob WPB = 2 | 1 | 4 | 8
+// hone:knob PERSIST = 0 | 1
+// hone:knob FMAX = 28 | 32
+// hone:knob MINW = 12 | 0
+// hone:knob PREFETCH = 0 | 1 | 2
+// hone:require MINW == 0 || (FMAX == 28 && WPB <= 4)
+// hone:require PREFETCH == 0 || PERSIST == 1
+#include <hone/kernel.h>
+
+#include <cuda_runtime.h>
+
+#include <cstdint>
+
+#ifndef WPB
+#define WPB 2
+#endif
+#ifndef PERSIST
+#define PERSIST 0
+#endif
+#ifndef FMAX
+#define FMAX 28
+#endif
+#ifndef MINW
+#define MINW 12
+#endif
+#ifndef PREFETCH
+#define PREFETCH 0
+#endif
+
+constexpr int THREADS = 32 * WPB;
+constexpr int MIN_BLOCKS = (MINW + WPB - 1) / WPB > 1 ? (MINW + WPB - 1) / WPB : 1;
+constexpr unsigned FULL = 0xffffffffu;
+
+// Largest i with i*(i-1)/2 <= p: the row of pair p in the order (1,0), (2,0), (2,1), (3,0), ...
+__host__ __device__ constexpr int pair_row(int p)
+{
+    int i = 1;
+    while (i * (i + 1) / 2 <= p)
+        ++i;
+    return i;
+}
+
+// v[Q] = partial dot product of pair C*32 + Q (0 past the last pair of FMAX rows).
+template <int DPL, int C, int Q> struct Fill {
+    static __device__ __forceinline__ void run(float (&v)[32], const float (&x)[FMAX][DPL])
+    {
+        constexpr int p = C * 32 + Q;
+        if constexpr (p < FMAX * (FMAX - 1) / 2) {
+            constexpr int i = pair_row(p);
+            constexpr int j = p - i * (i - 1) / 2;
+            float s = x[i][0] * x[j][0];
+#pragma unroll
+            for (int k = 1; k < DPL; ++k)
+                s = fmaf(x[i][k], x[j][k], s);
+            v[Q] = s;
+        } else {
+            v[Q] = 0.0f;
+        }
+        Fill<DPL, C, Q + 1>::run(v, x);
+    }
+};
+template <int DPL, int C> struct Fill<DPL, C, 32> {
+    static __device__ __forceinline__ void run(float (&)[32], const float (&)[FMAX][DPL]) { }
+};
+
+// After the call lane l holds in v[0] the warp-wide sum of everyone's v[l].
+__device__ __forceinline__ void reduce_scatter32(float (&v)[32], int lane)
+{
+#pragma unroll
+    for (int st = 0; st < 5; ++st) {
+        const int half = 16 >> st; // values kept after this step; also the shuffle distance
+        const bool upper = (lane & half) != 0;
+#pragma unroll
+        for (int k = 0; k < 16; ++k) {
+            if (k < half) {
+                const float send = upper ? v[k] : v[k + half];
+                const float keep = upper ? v[k + half] : v[k];
+                v[k] = keep + __shfl_xor_sync(FULL, send, half);
+            }
+        }
+    }
+}
+
+constexpr int NCHUNK = (FMAX * (FMAX - 1) / 2 + 31) / 32;
+
+template <int DPL, int C> struct Chunks {
+    static __device__ __forceinline__ void run(const float (&x)[FMAX][DPL], float* outb, int P, int lane)
+    {
+        if (C * 32 < P) { // the same for the whole warp
+            float v[32];
+            Fill<DPL, C, 0>::run(v, x);
+            reduce_scatter32(v, lane);
+            if (C * 32 + lane < P)
+                outb[C * 32 + lane] = v[0];
+            Chunks<DPL, C + 1>::run(x, outb, P, lane);
+        }
+    }
+};
+template <int DPL> struct Chunks<DPL, NCHUNK> {
+    static __device__ __forceinline__ void run(const float (&)[FMAX][DPL], float*, int, int) { }
+};
+
+// Asks for the bytes [p, p + bytes) to be brought into L2 (a hint: nothing is waited for).
+__device__ __forceinline__ void prefetch_l2(const float* p, int bytes, int lane)
+{
+    const char* c = reinterpret_cast<const char*>(p);
+#if PREFETCH == 2
+    if (reinterpret_cast<uintptr_t>(c) % 16 == 0 && bytes % 16 == 0) {
+        if (lane == 0)
+            asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;\n" ::"l"(c), "r"(bytes) : "memory");
+        return;
+    }
+#endif
+    for (int off = lane * 128; off < bytes; off += 32 * 128)
+        asm volatile("prefetch.global.L2 [%0];\n" ::"l"(c + off));
+}
+
+template <int DPL> struct VecOf;
+template <> struct VecOf<1> {
+    using T = float;
+};
+template <> struct VecOf<2> {
+    using T = float2;
+};
+template <> struct VecOf<4> {
+    using T = float4;
+};
+
+// VEC: every lane's DPL elements are one aligned vector (D % DPL == 0, X 16-byte aligned).
+template <int DPL, bool VEC>
+__global__ void __launch_bounds__(THREADS, MIN_BLOCKS)
+    dot_interaction_regs(const float* __restrict__ X, float* __restrict__ out, int64_t B, int F, int D, int P)
+{
+    const int lane = threadIdx.x & 31;
+    const int64_t warp0 = static_cast<int64_t>(blockIdx.x) * WPB + threadIdx.x / 32;
+#if PERSIST
+    const int64_t stride = static_cast<int64_t>(gridDim.x) * WPB;
+#else
+    const int64_t stride = B;
+#endif
+    for (int64_t b = warp0; b < B; b += stride) {
+        const float* xb = X + b * F * D;
+        float x[FMAX][DPL];
+#pragma unroll
+        for (int f = 0; f < FMAX; ++f) {
+            const int d0 = lane * DPL;
+            if constexpr (VEC) {
+                if (f < F && d0 < D) {
+                    const typename VecOf<DPL>::T q
+                        = __ldg(reinterpret_cast<const typename VecOf<DPL>::T*>(xb + f * D + d0));
+                    const float* qf = reinterpret_cast<const float*>(&q);
+#pragma unroll
+                    for (int k = 0; k < DPL; ++k)
+                        x[f][k] = qf[k];
+                } else {
+#pragma unroll
+                    for (int k = 0; k < DPL; ++k)
+                        x[f][k] = 0.0f;
+                }
+            } else {
+#pragma unroll
+                for (int k = 0; k < DPL; ++k)
+                    x[f][k] = (f < F && d0 + k < D) ? __ldg(xb + f * D + d0 + k) : 0.0f;
+            }
+        }
+#if PREFETCH
+        if (b + stride < B)
+            prefetch_l2(X + (b + stride) * F * D, F * D * 4, lane);
+#endif
+        Chunks<DPL, 0>::run(x, out + b * P, P, lane);
+    }
+}
+
+// Fallback for shapes the register path does not take: one thread per output.
+__global__ void dot_interaction_plain(
+    const float* __restrict__ X, float* __restrict__ out, int64_t B, int F, int D, int P)
+{
+    const int64_t t = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+    if (t >= B * P)
+        return;
+    const int64_t b = t / P;
+    const int p = static_cast<int>(t - b * P);
+    int i = 1;
+    while (i * (i + 1) / 2 <= p)
+        ++i;
+    const int j = p - i * (i - 1) / 2;
+    const float* xi = X + (b * F + i) * D;
+    const float* xj = X + (b * F + j) * D;
+    float s = 0.0f;
+    for (int d = 0; d < D; ++d)
+        s = fmaf(xi[d], xj[d], s);
+    out[t] = s;
+}
+
+template <int DPL, bool VEC> static int launch_regs(const hone_args* a, int64_t B, int F, int D, int P)
+{
+    int64_t blocks = (B + WPB - 1) / WPB;
+#if PERSIST
+    static int limit = 0; // blocks resident at once on this GPU
+    if (limit == 0) {
+        int dev = 0, sms = 0, perSM = 0;
+        cudaGetDevice(&dev);
+        cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev);
+        const cudaError_t err = cudaOccupancyMaxActiveBlocksPerMultiprocessor(
+            &perSM, dot_interaction_regs<DPL, VEC>, THREADS, 0);
+        if (err != cudaSuccess)
+            return static_cast<int>(err);
+        limit = (perSM > 0 ? perSM : 1) * sms;
+    }
+    if (blocks > limit)
+        blocks = limit;
+#endif
+    dot_interaction_regs<DPL, VEC>
+        <<<static_cast<unsigned>(blocks), THREADS, 0, static_cast<cudaStream_t>(a->stream)>>>(
+            static_cast<const float*>(a->inputs[0].data), static_cast<float*>(a->outputs[0].data), B, F, D,
+            P);
+    return static_cast<int>(cudaGetLastError());
+}
+
+template <int DPL> static int dispatch_vec(const hone_args* a, int64_t B, int F, int D, int P)
+{
+    const bool vec = D % DPL == 0 && reinterpret_cast<uintptr_t>(a->inputs[0].data) % 16 == 0;
+    return vec ? launch_regs<DPL, true>(a, B, F, D, P) : launch_regs<DPL, false>(a, B, F, D, P);
+}
+
+extern "C" int hone_run(const hone_args* a)
+{
+    const hone_tensor& X = a->inputs[0];
+    const int64_t B = X.shape[0];
+    const int F = static_cast<int>(X.shape[1]);
+    const int D = static_cast<int>(X.shape[2]);
+    const int P = F * (F - 1) / 2;
+    if (B == 0 || P == 0)
+        return 0;
+    if (F <= FMAX && D <= 32)
+        return dispatch_vec<1>(a, B, F, D, P);
+    if (F <= FMAX && D <= 64)
+        return dispatch_vec<2>(a, B, F, D, P);
+    if (F <= FMAX && D <= 128)
+        return dispatch_vec<4>(a, B, F, D, P);
+    const int64_t total = B * P;
+    dot_interaction_plain<<<static_cast<unsigned>((total + 255) / 256), 256, 0,
+        static_cast<cudaStream_t>(a->stream)>>>(
+        static_cast<const float*>(X.data), static_cast<float*>(a->outputs[0].data), B, F, D, P);
+    return static_cast<int>(cudaGetLastError());
+}
