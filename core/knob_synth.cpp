@@ -1,6 +1,8 @@
 #include "core/knob_synth.h"
 
 #include <algorithm>
+#include <iterator>
+#include <vector>
 
 namespace hone::core {
 namespace {
@@ -17,6 +19,33 @@ double unit(std::mt19937_64& rng)
     return static_cast<double>(rng() >> 11) * (1.0 / 9007199254740992.0);
 }
 
+/// A value of `k` other than the one at `current`, drawn in proportion to its prior weight;
+/// nullopt when no other value has weight.
+std::optional<std::string> drawFromPrior(
+    const KnobDecl& k, size_t current, const std::map<std::string, double>& weights, std::mt19937_64& rng)
+{
+    auto weightOf = [&](size_t i) {
+        auto it = weights.find(k.values[i]);
+        return i == current || it == weights.end() ? 0.0 : std::max(0.0, it->second);
+    };
+    double total = 0;
+    for (size_t i = 0; i < k.values.size(); ++i)
+        total += weightOf(i);
+    if (total <= 0)
+        return std::nullopt;
+    double r = unit(rng) * total;
+    for (size_t i = 0; i < k.values.size(); ++i) {
+        double w = weightOf(i);
+        if (w > 0 && r < w)
+            return k.values[i];
+        r -= w;
+    }
+    for (size_t i = k.values.size(); i-- > 0;) // rounding left r just past the end
+        if (weightOf(i) > 0)
+            return k.values[i];
+    return std::nullopt;
+}
+
 } // namespace
 
 void KnobSynthesizer::addSource(const std::string& sourceHash, KnobSpace space)
@@ -30,12 +59,36 @@ const KnobSpace* KnobSynthesizer::space(const std::string& sourceHash) const
     return it == m_spaces.end() ? nullptr : &it->second;
 }
 
+void KnobSynthesizer::setPrior(const std::string& sourceHash, KnobPrior prior)
+{
+    // Drop what cannot apply, so that an empty result means "no prior" everywhere below.
+    for (auto k = prior.begin(); k != prior.end();) {
+        for (auto v = k->second.begin(); v != k->second.end();)
+            v = v->second > 0 ? std::next(v) : k->second.erase(v);
+        k = k->second.empty() ? prior.erase(k) : std::next(k);
+    }
+    if (prior.empty())
+        m_priors.erase(sourceHash);
+    else
+        m_priors[sourceHash] = std::move(prior);
+}
+
+const KnobPrior* KnobSynthesizer::prior(const std::string& sourceHash) const
+{
+    auto it = m_priors.find(sourceHash);
+    return it == m_priors.end() ? nullptr : &it->second;
+}
+
 std::optional<Proposal> KnobSynthesizer::propose(const SearchTree& tree, NodeId parentId, std::mt19937_64& rng) const
 {
     const Node& parent = tree.node(parentId);
     const KnobSpace* sp = space(parent.sourceHash);
     if (!sp || sp->empty())
         return std::nullopt;
+    if (const KnobPrior* pr = prior(parent.sourceHash); pr && parent.origin == "seed") {
+        if (auto p = towardsPrior(tree, parent, *sp, *pr))
+            return p;
+    }
     if (unit(rng) < m_params.crossoverRate) {
         if (auto p = crossover(tree, parent, *sp, rng))
             return p;
@@ -43,9 +96,55 @@ std::optional<Proposal> KnobSynthesizer::propose(const SearchTree& tree, NodeId 
     return mutate(tree, parent, *sp, rng);
 }
 
+std::optional<Proposal> KnobSynthesizer::towardsPrior(
+    const SearchTree& tree, const Node& parent, const KnobSpace& sp, const KnobPrior& pr) const
+{
+    // The seed's assignment with each knob moved to the prior's favourite value, the most
+    // confident knobs first; a move that breaks a `require` is skipped, not forced.
+    std::vector<std::pair<double, const KnobDecl*>> order;
+    for (const auto& k : sp.knobs) {
+        auto w = pr.find(k.name);
+        if (w == pr.end())
+            continue;
+        double total = 0, top = 0;
+        for (const auto& v : k.values) {
+            auto it = w->second.find(v);
+            double x = it == w->second.end() ? 0.0 : it->second;
+            total += x;
+            top = std::max(top, x);
+        }
+        if (top > 0)
+            order.emplace_back(top / total, &k);
+    }
+    std::stable_sort(
+        order.begin(), order.end(), [](const auto& a, const auto& b) { return a.first > b.first; });
+    KnobValues child = parent.knobs;
+    for (const auto& [confidence, k] : order) {
+        const auto& weights = pr.at(k->name);
+        const std::string* best = nullptr;
+        double bestWeight = 0;
+        for (const auto& v : k->values) { // declaration order breaks ties
+            auto it = weights.find(v);
+            if (it != weights.end() && it->second > bestWeight) {
+                bestWeight = it->second;
+                best = &v;
+            }
+        }
+        std::string old = child[k->name];
+        child[k->name] = *best;
+        if (!sp.admits(child))
+            child[k->name] = old;
+    }
+    if (child == parent.knobs || !sp.admits(child)
+        || tree.contains(SearchTree::candidateKey(parent.sourceHash, child, parent.flags)))
+        return std::nullopt;
+    return Proposal { parent.id, parent.sourceHash, std::move(child), parent.flags, "prior" };
+}
+
 std::optional<Proposal> KnobSynthesizer::mutate(const SearchTree& tree, const Node& parent, const KnobSpace& sp,
     std::mt19937_64& rng) const
 {
+    const KnobPrior* pr = prior(parent.sourceHash);
     for (int attempt = 0; attempt < m_params.attempts; ++attempt) {
         KnobValues child = parent.knobs;
         // Mostly one knob, sometimes two or three: small steps exploit, larger ones escape.
@@ -59,6 +158,17 @@ std::optional<Proposal> KnobSynthesizer::mutate(const SearchTree& tree, const No
                 continue;
             auto cur = std::find(k.values.begin(), k.values.end(), child[k.name]);
             size_t idx = cur == k.values.end() ? 0 : static_cast<size_t>(cur - k.values.begin());
+            // Only a source with a prior draws the extra numbers, so the choices made without
+            // one stay exactly what they were.
+            if (pr) {
+                auto w = pr->find(k.name);
+                if (w != pr->end() && unit(rng) < m_params.priorRate) {
+                    if (auto v = drawFromPrior(k, idx, w->second, rng)) {
+                        child[k.name] = *v;
+                        continue;
+                    }
+                }
+            }
             size_t next;
             if (unit(rng) < m_params.neighbourRate) {
                 bool up = (rng() & 1) != 0;
