@@ -153,6 +153,33 @@ CREATE TABLE evaluations (
 );
 CREATE INDEX evaluations_by_cache_key ON evaluations(cache_key, from_cache);
 )sql",
+    // 2: language-model calls (prompt, reply, tokens, cost, latency; never keys).
+    R"sql(
+CREATE TABLE llm_calls (
+    id INTEGER PRIMARY KEY,
+    session_id INTEGER NOT NULL REFERENCES sessions(id),
+    node_id INTEGER NOT NULL DEFAULT -1,
+    purpose TEXT NOT NULL,
+    operator TEXT NOT NULL DEFAULT '',
+    provider TEXT NOT NULL,
+    model TEXT NOT NULL,
+    prompt TEXT NOT NULL,
+    response TEXT NOT NULL DEFAULT '',
+    finish_reason TEXT NOT NULL DEFAULT '',
+    tokens_in INTEGER NOT NULL DEFAULT 0,
+    tokens_out INTEGER NOT NULL DEFAULT 0,
+    usage_reported INTEGER NOT NULL DEFAULT 1,
+    cost_usd REAL NOT NULL DEFAULT 0,
+    latency_ms REAL NOT NULL DEFAULT 0,
+    first_token_ms REAL NOT NULL DEFAULT 0,
+    attempts INTEGER NOT NULL DEFAULT 0,
+    http_status INTEGER NOT NULL DEFAULT 0,
+    status TEXT NOT NULL,
+    error TEXT NOT NULL DEFAULT '',
+    created_at TEXT NOT NULL
+);
+CREATE INDEX llm_calls_by_node ON llm_calls(session_id, node_id);
+)sql",
 };
 
 SessionRecord readSession(const Stmt& s)
@@ -426,6 +453,71 @@ std::optional<EvaluationRecord> Store::cachedEvaluation(const std::string& cache
     if (!s.step())
         return std::nullopt;
     return readEvaluation(s);
+}
+
+int64_t Store::insertLlmCall(int64_t sessionId, const LlmCallRecord& c)
+{
+    Stmt s(m_db, "INSERT INTO llm_calls(session_id, node_id, purpose, operator, provider, model, prompt, "
+                 "response, finish_reason, tokens_in, tokens_out, usage_reported, cost_usd, latency_ms, "
+                 "first_token_ms, attempts, http_status, status, error, created_at) "
+                 "VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)");
+    s.bind(1, sessionId).bind(2, c.nodeId).bind(3, c.purpose).bind(4, c.op).bind(5, c.provider);
+    s.bind(6, c.model).bind(7, c.prompt.dump()).bind(8, c.response).bind(9, c.finishReason);
+    s.bind(10, c.tokensIn).bind(11, c.tokensOut).bind(12, int64_t(c.usageReported ? 1 : 0));
+    s.bind(13, c.costUsd).bind(14, c.latencyMs).bind(15, c.firstTokenMs).bind(16, int64_t(c.attempts));
+    s.bind(17, int64_t(c.httpStatus)).bind(18, c.status).bind(19, c.error);
+    s.bind(20, c.createdAt.empty() ? nowIso() : c.createdAt);
+    s.run();
+    return sqlite3_last_insert_rowid(m_db);
+}
+
+std::vector<LlmCallRecord> Store::llmCalls(int64_t sessionId) const
+{
+    Stmt s(m_db, "SELECT id, node_id, purpose, operator, provider, model, prompt, response, finish_reason, "
+                 "tokens_in, tokens_out, usage_reported, cost_usd, latency_ms, first_token_ms, attempts, "
+                 "http_status, status, error, created_at FROM llm_calls WHERE session_id = ? ORDER BY id");
+    s.bind(1, sessionId);
+    std::vector<LlmCallRecord> out;
+    while (s.step()) {
+        LlmCallRecord c;
+        c.id = s.integer(0);
+        c.nodeId = s.integer(1);
+        c.purpose = s.text(2);
+        c.op = s.text(3);
+        c.provider = s.text(4);
+        c.model = s.text(5);
+        c.prompt = s.json(6);
+        c.response = s.text(7);
+        c.finishReason = s.text(8);
+        c.tokensIn = s.integer(9);
+        c.tokensOut = s.integer(10);
+        c.usageReported = s.integer(11) != 0;
+        c.costUsd = s.real(12);
+        c.latencyMs = s.real(13);
+        c.firstTokenMs = s.real(14);
+        c.attempts = static_cast<int>(s.integer(15));
+        c.httpStatus = static_cast<int>(s.integer(16));
+        c.status = s.text(17);
+        c.error = s.text(18);
+        c.createdAt = s.text(19);
+        out.push_back(std::move(c));
+    }
+    return out;
+}
+
+LlmTotals Store::llmTotals(int64_t sessionId) const
+{
+    Stmt s(m_db, "SELECT COUNT(*), COALESCE(SUM(tokens_in), 0), COALESCE(SUM(tokens_out), 0), "
+                 "COALESCE(SUM(cost_usd), 0) FROM llm_calls WHERE session_id = ?");
+    s.bind(1, sessionId);
+    LlmTotals t;
+    if (s.step()) {
+        t.calls = static_cast<int>(s.integer(0));
+        t.tokensIn = s.integer(1);
+        t.tokensOut = s.integer(2);
+        t.costUsd = s.real(3);
+    }
+    return t;
 }
 
 } // namespace hone::core

@@ -72,6 +72,37 @@ struct SourceRecord {
     std::string text;
 };
 
+/// One language-model call: what was asked, what came back, what it cost. Never a key.
+struct LlmCallRecord {
+    int64_t id = 0;
+    int64_t nodeId = -1;        // the node it produced; -1 when it produced none
+    std::string purpose;        // propose | repair
+    std::string op;             // memory operator of the prompt
+    std::string provider;
+    std::string model;
+    nlohmann::json prompt = nlohmann::json::object(); // {"system", "messages": [{role, content}], ...}
+    std::string response;       // the reply text, also when it was rejected
+    std::string finishReason;
+    int64_t tokensIn = 0;
+    int64_t tokensOut = 0;
+    bool usageReported = true;  // false: tokens are estimated from the text
+    double costUsd = 0;
+    double latencyMs = 0;
+    double firstTokenMs = 0;
+    int attempts = 0;
+    int httpStatus = 0;
+    std::string status;         // ok | rejected | error
+    std::string error;          // why rejected or failed
+    std::string createdAt;
+};
+
+struct LlmTotals {
+    int calls = 0;
+    int64_t tokensIn = 0;
+    int64_t tokensOut = 0;
+    double costUsd = 0;
+};
+
 /// The one SQLite file (WAL) every session writes to (DESIGN.md §8). Each write is its own
 /// transaction, so a killed process loses at most what was in flight. One Store object per
 /// thread; several processes may open the same file.
@@ -83,7 +114,7 @@ public:
     Store(const Store&) = delete;
     Store& operator=(const Store&) = delete;
 
-    static constexpr int kSchemaVersion = 1;
+    static constexpr int kSchemaVersion = 2;
     int schemaVersion() const;
     const std::filesystem::path& path() const { return m_path; }
 
@@ -108,6 +139,12 @@ public:
     /// A first-hand (not itself cached) successful or failed evaluation with this key, from
     /// any session.
     std::optional<EvaluationRecord> cachedEvaluation(const std::string& cacheKey) const;
+
+    /// Returns the call's row id.
+    int64_t insertLlmCall(int64_t sessionId, const LlmCallRecord& call);
+    /// In call order.
+    std::vector<LlmCallRecord> llmCalls(int64_t sessionId) const;
+    LlmTotals llmTotals(int64_t sessionId) const;
 
 private:
     void migrate();

@@ -77,7 +77,9 @@ private slots:
             Store s(path);
             QFAIL("a newer schema must be refused");
         } catch (const StoreError& e) {
-            QVERIFY2(QString(e.what()).contains("has schema version 99, newer than this hone understands (1); upgrade hone"),
+            QVERIFY2(QString(e.what()).contains(QString("has schema version 99, newer than this hone understands (%1); "
+                                                        "upgrade hone")
+                                                    .arg(Store::kSchemaVersion)),
                 e.what());
         }
     }
