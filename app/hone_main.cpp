@@ -2,12 +2,17 @@
 // a session's tree and exports a node.
 
 #include "app/cli_common.h"
+#include "app/bench_cli.h"
+#include "app/kb_cli.h"
+#include "app/llm_cli.h"
 #include "backends/local_executor.h"
 #include "core/engine.h"
 #include "core/knobs.h"
 #include "core/problem_spec.h"
 #include "core/protocol.h"
 #include "core/store.h"
+#include "knowledge/knowledge_base.h"
+#include "knowledge/skills.h"
 
 #include <CLI/CLI.hpp>
 
@@ -39,7 +44,8 @@ struct Globals {
     std::string store;
     std::string worker;
     std::string cacheDir;
-    double memoryMiB = 4096;
+    bool skills = true; // skills from the knowledge base bias the knob search; a gain writes one back
+    double memoryMiB = 0; // 0: 4096 MiB for CPU workers, 16384 for GPU workers (host copies of bench tensors)
 };
 
 /// Prints a live progress line: in place on a terminal, a line every few evaluations otherwise.
@@ -82,14 +88,17 @@ private:
     int m_lastPrinted = -1;
 };
 
-std::unique_ptr<backends::LocalExecutor> makeExecutor(const Globals& g, int parallel)
+std::unique_ptr<backends::LocalExecutor> makeExecutor(const Globals& g, int parallel, const std::string& target)
 {
     backends::LocalExecutorConfig cfg;
     cfg.workerPath = g.worker.empty() ? app::defaultWorkerPath() : g.worker;
     if (!g.cacheDir.empty())
         cfg.cacheDir = g.cacheDir;
     cfg.parallel = parallel;
-    cfg.limits.memoryMiB = g.memoryMiB;
+    const bool gpu = target == "cuda" || target == "hip";
+    cfg.limits.memoryMiB = g.memoryMiB > 0 ? g.memoryMiB : gpu ? 16384 : 4096;
+    // A GPU driver reserves address space far beyond what it touches; the RSS watch still applies.
+    cfg.limits.addressSpaceLimit = !gpu;
     return std::make_unique<backends::LocalExecutor>(cfg);
 }
 
@@ -133,7 +142,8 @@ void printReport(const core::Report& r, const std::string& problemName, const st
     std::printf("evidence   %s\n", r.evidence.c_str());
 }
 
-int cmdRun(const Globals& g, core::RunOptions opts, bool json, std::optional<int64_t> resumeSession, int extraBudget)
+int cmdRun(const Globals& g, core::RunOptions opts, bool json, std::optional<int64_t> resumeSession,
+    int extraBudget, const app::LlmCliOptions& llmOutput)
 {
     core::Store store(g.store);
     std::string problemName;
@@ -148,19 +158,67 @@ int cmdRun(const Globals& g, core::RunOptions opts, bool json, std::optional<int
     core::ProblemSpec spec = core::loadProblem(opts.problemDir);
     problemName = spec.name;
     baselineName = spec.baseline;
-    auto exec = makeExecutor(g, opts.workers);
+    auto exec = makeExecutor(g, opts.workers, core::resolveTarget(spec, opts.target));
     core::Engine engine(store, *exec);
     ProgressPrinter printer(json);
+    // Skills: priors from earlier sessions on the same family and arch, and a new skill when this
+    // one beats its baseline by 10%. The knowledge base lives in the store's file ($HONE_KB wins).
+    std::unique_ptr<knowledge::KnowledgeBase> kb;
+    if (g.skills) {
+        const char* kbEnv = std::getenv("HONE_KB");
+        try {
+            kb = std::make_unique<knowledge::KnowledgeBase>(kbEnv && *kbEnv ? std::string(kbEnv) : g.store);
+        } catch (const std::exception& e) {
+            std::fprintf(stderr, "hone: warning: no skills this run (knowledge base: %s)\n", e.what());
+        }
+    }
+    if (kb)
+        engine.setKnobPriorProvider([&kb](const std::string& family, const std::string& device,
+                                        const std::string& target, const core::KnobSpace& space) {
+            knowledge::SessionDump where;
+            where.device = device;
+            where.target = target;
+            return knowledge::priorFor(*kb, family, knowledge::sessionArch(where), space);
+        });
+    auto llmRun = app::attachLlm(engine, opts, llmOutput);
+    core::EngineObserver* observer = llmRun ? llmRun->observer(&printer) : &printer;
     g_engine = &engine;
     std::signal(SIGINT, onInterrupt);
     std::signal(SIGTERM, onInterrupt);
-    core::Report report = resumeSession ? engine.resume(*resumeSession, &printer, extraBudget) : engine.run(opts, &printer);
+    core::Report report
+        = resumeSession ? engine.resume(*resumeSession, observer, extraBudget) : engine.run(opts, observer);
     g_engine = nullptr;
     printer.finish();
-    if (json)
-        std::cout << reportJson(report).dump(2) << "\n";
-    else
+    std::string skillNote;
+    if (kb && report.progress.session > 0) {
+        if (engine.sourcesWithPrior() > 0)
+            skillNote = "skills     stored skills biased the knob search of " + std::to_string(engine.sourcesWithPrior())
+                + " seed source(s)\n";
+        try {
+            kb->syncOutcomes(store, report.progress.session);
+            std::string why;
+            if (auto added = knowledge::writeBackSkill(*kb, store, report.progress.session, {}, &why))
+                skillNote += "skills     wrote skill " + added->uid + " (version " + std::to_string(added->version)
+                    + ") to the knowledge base\n";
+        } catch (const std::exception& e) {
+            skillNote += std::string("skills     not written: ") + e.what() + "\n";
+        }
+    }
+    if (json) {
+        nlohmann::json j = reportJson(report);
+        if (llmRun)
+            j["llm"] = app::llmSummaryJson(store, report.progress.session);
+        std::cout << j.dump(2) << "\n";
+    } else {
         printReport(report, problemName, baselineName);
+        std::fputs(skillNote.c_str(), stdout);
+        if (llmRun)
+            app::printLlmSummary(store, report.progress.session);
+    }
+    if (!report.error.empty()) {
+        std::fprintf(stderr, "hone: error: %s\n", report.error.c_str());
+        return 2;
+    }
     return report.best ? 0 : 3;
 }
 
@@ -176,7 +234,7 @@ int cmdEval(const Globals& g, const std::string& problemDir, const std::string& 
     std::string source = ss.str();
     std::string name = std::filesystem::path(candidatePath).filename().string();
     core::KnobSpace space = core::parseKnobSpace(source, candidatePath);
-    core::KnobValues knobs = space.firstAdmissible().value_or(core::KnobValues {});
+    core::KnobValues knobs = space.initial().value_or(core::KnobValues {});
     for (const auto& kv : knobArgs) {
         auto eq = kv.find('=');
         if (eq == std::string::npos)
@@ -187,12 +245,12 @@ int cmdEval(const Globals& g, const std::string& problemDir, const std::string& 
     if (!space.empty() && !space.admits(knobs, &why))
         throw std::runtime_error(candidatePath + ": " + why);
     std::string flags = flagsArg.empty() ? space.flags : flagsArg;
-    if (std::string err = core::checkFlags(flags); !err.empty())
+    if (std::string err = core::checkFlags(flags, core::langOfFile(name)); !err.empty())
         throw std::runtime_error("--flags: " + err);
     const core::Seed* base = spec.baselineSeed();
     core::KnobSpace baseSpace = core::parseKnobSpace(base->source, base->fileName);
     nlohmann::json baseKnobs = nlohmann::json::object();
-    for (const auto& [k, v] : baseSpace.firstAdmissible().value_or(core::KnobValues {}))
+    for (const auto& [k, v] : baseSpace.initial().value_or(core::KnobValues {}))
         baseKnobs[k] = v;
     nlohmann::json candKnobs = nlohmann::json::object();
     for (const auto& [k, v] : knobs)
@@ -207,7 +265,7 @@ int cmdEval(const Globals& g, const std::string& problemDir, const std::string& 
     req["stages"] = {"compile", "check", "time"};
     req["config"] = {{"seeds", {1, 2, 3}}, {"samples", 25}, {"warmup", 3}, {"timing_shape", 0}};
     req["limits"] = {{"compile_s", 120}, {"run_s", 60}};
-    auto exec = makeExecutor(g, 1);
+    auto exec = makeExecutor(g, 1, lang == "cuda" ? "cuda" : lang == "hip" ? "hip" : "cpu");
     exec->submit(core::EvalJob {req["id"], req});
     std::optional<core::EvalDone> done;
     while (!done)
@@ -385,15 +443,16 @@ int main(int argc, char** argv)
     g.store = hone::app::defaultStorePath().string();
     app.add_option("--store", g.store, "SQLite store (default $HONE_STORE or ~/.local/share/hone/hone.db)");
     app.add_option("--worker", g.worker, "hone-worker executable (default: next to hone, else PATH)");
+    app.add_flag("!--no-skills", g.skills, "neither use nor write skills of the knowledge base");
     app.add_option("--cache-dir", g.cacheDir, "compile and calibration cache (default ~/.cache/hone)");
-    app.add_option("--memory-limit", g.memoryMiB, "per-worker resident memory limit in MiB")->check(CLI::Range(64.0, 1048576.0));
+    app.add_option("--memory-limit", g.memoryMiB, "per-worker resident memory limit in MiB (default 4096, 16384 for GPU targets)")->check(CLI::Range(64.0, 1048576.0));
 
     core::RunOptions opts;
     bool json = false;
     std::string problem;
     auto* run = app.add_subcommand("run", "search for a faster kernel for PROBLEM");
     run->add_option("problem", problem, "problem folder (with problem.toml)")->required()->check(CLI::ExistingDirectory);
-    run->add_option("--target", opts.target, "device kind")->check(CLI::IsMember({"cpu"}));
+    run->add_option("--target", opts.target, "device kind: cpu, cuda, or auto (the baseline seed's kind)")->check(CLI::IsMember({"auto", "cpu", "cuda"}));
     run->add_option("--budget", opts.budget, "evaluations, seeds and cache hits included")->check(CLI::Range(1, 1000000));
     run->add_option("--workers", opts.workers, "parallel evaluations")->check(CLI::Range(1, 256));
     run->add_option("--seed", opts.seed, "random seed of the search");
@@ -403,6 +462,8 @@ int main(int argc, char** argv)
     run->add_option("--samples", opts.samples, "timing samples per candidate")->check(CLI::Range(20, 10000));
     run->add_flag("--no-cache", [&](int64_t) { opts.useCache = false; }, "re-evaluate candidates seen before");
     run->add_flag("--json", json, "print the report as JSON");
+    app::LlmCliOptions llmOpts;
+    app::addLlmRunOptions(*run, opts, llmOpts);
 
     int64_t sessionId = 0;
     int extra = 0;
@@ -410,6 +471,7 @@ int main(int argc, char** argv)
     resume->add_option("session", sessionId, "session id")->required();
     resume->add_option("--extra-budget", extra, "evaluations to add to the session's budget");
     resume->add_flag("--json", json, "print the report as JSON");
+    app::addLlmLogOptions(*resume, llmOpts);
 
     std::string candidate, flags;
     std::vector<std::string> knobArgs;
@@ -429,6 +491,12 @@ int main(int argc, char** argv)
     exp->add_option("node", nodeSpec, "SESSION/NODE, e.g. 3/17")->required();
     exp->add_option("dir", outDir, "output folder")->required();
 
+    app::BenchOptions benchOpts;
+    auto* bench = app::addBenchCommand(app, benchOpts);
+    hone::app::addKbCommands(app, g.store);
+    app::TrajectoryOptions trajectories;
+    auto* exportTrajectories = app::addTrajectoryCommand(app, trajectories);
+
     try {
         app.parse(argc, argv);
     } catch (const CLI::ParseError& e) {
@@ -437,12 +505,18 @@ int main(int argc, char** argv)
     try {
         if (*run) {
             opts.problemDir = problem;
-            return cmdRun(g, opts, json, std::nullopt, 0);
+            app::applyLlmOptions(llmOpts, opts);
+            return cmdRun(g, opts, json, std::nullopt, 0, llmOpts);
         }
         if (*resume)
-            return cmdRun(g, opts, json, sessionId, extra);
+            return cmdRun(g, opts, json, sessionId, extra, llmOpts);
+        if (*exportTrajectories)
+            return app::cmdExportTrajectories(g.store, trajectories);
         if (*eval)
             return cmdEval(g, problem, candidate, knobArgs, flags, json);
+        if (*bench)
+            return app::runBench(benchOpts, g.store,
+                [&](int parallel, const std::string& target) { return makeExecutor(g, parallel, target); });
         if (*show)
             return cmdShow(g, showSession);
         if (*exp)

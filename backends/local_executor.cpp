@@ -46,18 +46,21 @@ nlohmann::json LocalExecutor::hello()
     return m_hello;
 }
 
-nlohmann::json LocalExecutor::ceilings()
+nlohmann::json LocalExecutor::ceilings(const std::string& kind)
 {
     nlohmann::json req = core::protocol::makeMessage("calibrate");
     req["id"] = "calibrate";
+    req["kind"] = kind;
     WorkerLimits limits = m_config.limits;
     limits.stageSeconds = 300;
     // Calibration streams buffers far larger than the last-level cache; candidates' limit is
     // not meant for it.
     limits.memoryMiB = std::max(limits.memoryMiB, 4096.0);
     nlohmann::json reply = runWorker(command(), req, limits);
-    if (reply.value("type", std::string()) != "ceilings")
-        throw std::runtime_error("calibration failed: " + reply.dump());
+    if (reply.value("type", std::string()) != "ceilings") {
+        const std::string why = reply.contains("failure") ? reply["failure"].value("message", reply.dump()) : reply.dump();
+        throw std::runtime_error("calibrating the " + kind + " device failed: " + why);
+    }
     return reply;
 }
 

@@ -29,7 +29,7 @@ public:
     ~LocalExecutor() override;
 
     nlohmann::json hello() override;
-    nlohmann::json ceilings() override;
+    nlohmann::json ceilings(const std::string& kind) override;
     int slotCount() const override { return m_config.parallel; }
     void submit(core::EvalJob job) override;
     std::optional<core::EvalDone> next(std::chrono::milliseconds timeout) override;

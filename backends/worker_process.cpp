@@ -93,9 +93,11 @@ nlohmann::json runWorker(const WorkerCommand& cmd, const nlohmann::json& request
 #if !defined(__SANITIZE_ADDRESS__) && !defined(__SANITIZE_THREAD__)
         // (Sanitizer builds reserve terabytes of shadow address space; the RSS watch still
         // applies to them.)
-        rlim_t as = static_cast<rlim_t>((limits.memoryMiB * 2 + 8192) * 1024 * 1024);
-        struct rlimit rl {as, as};
-        setrlimit(RLIMIT_AS, &rl);
+        if (limits.addressSpaceLimit) {
+            rlim_t as = static_cast<rlim_t>((limits.memoryMiB * 2 + 8192) * 1024 * 1024);
+            struct rlimit rl {as, as};
+            setrlimit(RLIMIT_AS, &rl);
+        }
 #endif
         execvp(argv[0], argv.data());
         // Only async-signal-safe calls between fork and exec: the parent has threads.

@@ -13,6 +13,8 @@ struct WorkerLimits {
     double compileSeconds = 120;     // wall time while the worker is in stage 'compile'
     double stageSeconds = 60;        // wall time in any other stage
     double memoryMiB = 4096;         // resident set size of the worker process
+    bool addressSpaceLimit = true;   // RLIMIT_AS backstop; off for GPU workers, whose driver
+                                     // reserves far more address space than it uses
 };
 
 /// How to start one worker: the command line (`hone-worker --stdio ...`, or `ssh host ...`).

@@ -122,7 +122,7 @@ Diagnosis diagnose(const Roofline& r, const std::optional<OccupancyInfo>& occupa
     if (memoryDominates) {
         d.bound = Bound::Memory;
         d.evidence = "memory-bound: " + bandwidthClause(r) + "; compute at " + pct(r.fracCompute) + " of "
-            + num(r.peakGflops) + " GFLOP/s FMA peak";
+            + num(r.peakGflops) + " GFLOP/s compute peak";
     } else if (computeDominates) {
         d.bound = Bound::Compute;
         d.evidence = "compute-bound: " + computeClause(r) + "; bandwidth at " + pct(r.fracBandwidth) + " of "
@@ -182,8 +182,17 @@ nlohmann::json toJson(const Ceilings& c)
         { "device", c.device },
         { "peak_gflops", c.peakGflops },
         { "peak_gbps", c.peakGbps },
+        { "peak_tensor_gflops", c.peakTensorGflops },
         { "method", c.method },
     };
+}
+
+Ceilings forComputeUnit(const Ceilings& c, const std::string& unit)
+{
+    Ceilings out = c;
+    if (unit == "tensor" && c.peakTensorGflops > 0)
+        out.peakGflops = c.peakTensorGflops;
+    return out;
 }
 
 Ceilings ceilingsFromJson(const nlohmann::json& j)
@@ -203,6 +212,7 @@ Ceilings ceilingsFromJson(const nlohmann::json& j)
     c.method = str("method");
     c.peakGflops = number("peak_gflops");
     c.peakGbps = number("peak_gbps");
+    c.peakTensorGflops = number("peak_tensor_gflops");
     return c;
 }
 

@@ -13,8 +13,14 @@ struct Ceilings {
     std::string device;        // "cpu: AMD EPYC ... (2 cores)"
     double peakGflops = 0;     // measured FMA (or tensor-core) peak, GFLOP/s
     double peakGbps = 0;       // measured copy bandwidth, GB/s (bytes read + written)
+    double peakTensorGflops = 0; // measured bf16 tensor-core peak (GPUs), GFLOP/s; 0 = none
     std::string method;        // how they were measured
 };
+
+/// Which compute ceiling a problem's FLOPs run against: the FMA units or the tensor cores
+/// (`[cost] compute = "tensor"` in problem.toml). Falls back to FMA where there is no tensor
+/// peak.
+Ceilings forComputeUnit(const Ceilings& c, const std::string& unit);
 
 enum class Bound { Memory, Compute, Latency, Occupancy };
 const char* boundName(Bound b);

@@ -70,7 +70,9 @@ nlohmann::json RunOptions::toJson() const
         {"warmup", warmup}, {"compile_limit_s", compileLimitSeconds}, {"run_limit_s", runLimitSeconds},
         {"use_cache", useCache},
         {"uct", {{"c", uct.exploration}, {"widen_k", uct.widenK}, {"widen_alpha", uct.widenAlpha},
-                    {"max_weight", uct.maxWeight}}}};
+                    {"max_weight", uct.maxWeight}}},
+        {"synth", synth}, {"memory_op", memoryOp}, {"repair", repair}, {"llm_budget_usd", llmBudgetUsd},
+        {"llm_token_budget", llmTokenBudget}, {"hints", hints}, {"llm", llm}};
 }
 
 RunOptions RunOptions::fromJson(const nlohmann::json& j)
@@ -97,6 +99,14 @@ RunOptions RunOptions::fromJson(const nlohmann::json& j)
         o.uct.widenAlpha = u->value("widen_alpha", o.uct.widenAlpha);
         o.uct.maxWeight = u->value("max_weight", o.uct.maxWeight);
     }
+    o.synth = j.value("synth", o.synth);
+    o.memoryOp = j.value("memory_op", o.memoryOp);
+    o.repair = j.value("repair", o.repair);
+    o.llmBudgetUsd = j.value("llm_budget_usd", o.llmBudgetUsd);
+    o.llmTokenBudget = j.value("llm_token_budget", o.llmTokenBudget);
+    o.hints = j.value("hints", o.hints);
+    if (auto l = j.find("llm"); l != j.end() && l->is_object())
+        o.llm = *l;
     return o;
 }
 
@@ -104,6 +114,20 @@ Engine::Engine(Store& store, Executor& executor)
     : m_store(store)
     , m_executor(executor)
 {
+}
+
+std::string resolveTarget(const ProblemSpec& spec, const std::string& requested)
+{
+    const Seed* base = spec.baselineSeed();
+    if (!base)
+        throw std::runtime_error("problem " + spec.name + " has no baseline seed; set baseline = \"FILE\" in problem.toml");
+    const std::string baseTarget = base->lang == "cuda" ? "cuda" : base->lang == "hip" ? "hip" : "cpu";
+    const std::string target = requested.empty() || requested == "auto" ? baseTarget : requested;
+    if (target != baseTarget)
+        throw std::runtime_error("problem " + spec.name + " has its baseline " + base->fileName + " for " + baseTarget
+            + ", not for --target " + target + "; use --target " + baseTarget + " or a problem with " + target
+            + " seeds");
+    return target;
 }
 
 void Engine::setup(const RunOptions& options)
@@ -118,28 +142,66 @@ void Engine::setup(const RunOptions& options)
     ProblemSpec spec = loadProblem(m_options.problemDir);
     m_problemHash = spec.contentHash;
     m_problemJson = resolveProblem(spec);
+    auto memoryOp = memoryOperatorFromName(m_options.memoryOp);
+    if (!memoryOp)
+        throw std::runtime_error("unknown memory operator '" + m_options.memoryOp
+            + "'; expected inherit, compare, combine or restart");
+    m_memoryOp = *memoryOp;
+    if (m_options.synth != "knob" && !m_external)
+        throw std::runtime_error("--synth " + m_options.synth
+            + " needs a synthesizer that this front end did not provide; use --synth knob");
+    m_spec = std::make_shared<const ProblemSpec>(spec);
+    m_outcomes.clear();
+    m_rejected.clear();
+    m_replies.clear();
+    m_error.clear();
+
+    m_options.target = resolveTarget(spec, m_options.target);
+    const std::string lang = m_options.target == "cuda" ? "cuda" : "cpp";
 
     nlohmann::json hello = m_executor.hello();
     m_device.clear();
-    if (auto d = hello.find("devices"); d != hello.end() && d->is_array() && !d->empty()) {
-        const auto& dev = (*d)[0];
-        m_device = dev.value("kind", std::string("?")) + ": " + dev.value("name", std::string("?"));
-        if (dev.contains("cores"))
-            m_device += " (" + std::to_string(dev.value("cores", 0)) + " cores)";
+    if (auto d = hello.find("devices"); d != hello.end() && d->is_array()) {
+        for (const auto& dev : *d) {
+            if (dev.value("kind", std::string()) != m_options.target)
+                continue;
+            m_device = dev.value("kind", std::string("?")) + ": " + dev.value("name", std::string("?"));
+            if (dev.contains("cores"))
+                m_device += " (" + std::to_string(dev.value("cores", 0)) + " cores)";
+            if (dev.contains("uuid"))
+                m_device += " [" + dev.value("uuid", std::string()) + "]";
+            break;
+        }
     }
-    m_toolchain = hello.value("compiler", std::string());
+    if (m_device.empty())
+        throw std::runtime_error("target " + m_options.target + ": the worker reports no such device"
+            + (hello.contains(m_options.target + "_unavailable")
+                    ? " (" + hello.value(m_options.target + "_unavailable", std::string()) + ")"
+                    : std::string())
+            + "; run on a host that has one, or choose another --target");
+    m_toolchain = m_options.target == "cuda" ? hello.value("nvcc", std::string()) : hello.value("compiler", std::string());
     // Calibrate (or load the cached ceilings) once, before candidates are timed in parallel.
-    m_ceilings = m_executor.ceilings();
+    m_ceilings = m_executor.ceilings(m_options.target);
 
     m_synth = KnobSynthesizer();
+    m_sourcesWithPrior = 0;
     m_sources.clear();
     for (const Seed& seed : spec.seeds) {
+        if (seed.lang != lang)
+            continue;
         std::string hash = m_store.putSource(seed.lang, seed.fileName, seed.source);
         KnobSpace space;
         try {
             space = parseKnobSpace(seed.source, (spec.dir / "seeds" / seed.fileName).string());
         } catch (const KnobError& e) {
             throw std::runtime_error(e.what());
+        }
+        if (m_priorProvider && !space.empty()) {
+            KnobPrior prior = m_priorProvider(spec.family, m_device, m_options.target, space);
+            if (!prior.empty()) {
+                m_synth.setPrior(hash, std::move(prior));
+                ++m_sourcesWithPrior;
+            }
         }
         m_synth.addSource(hash, std::move(space));
         m_sources[hash] = {seed.fileName, seed.source};
@@ -149,7 +211,7 @@ void Engine::setup(const RunOptions& options)
         throw std::runtime_error("problem " + spec.name + " has no baseline seed");
     std::string baseHash = sha256Hex(base->source);
     const KnobSpace* baseSpace = m_synth.space(baseHash);
-    KnobValues baseKnobs = baseSpace ? baseSpace->firstAdmissible().value_or(KnobValues {}) : KnobValues {};
+    KnobValues baseKnobs = baseSpace ? baseSpace->initial().value_or(KnobValues {}) : KnobValues {};
     m_baselineCandidate = {{"name", base->fileName}, {"lang", base->lang}, {"source", base->source},
         {"knobs", knobsToJson(baseKnobs)}, {"flags", baseSpace ? baseSpace->flags : std::string()}};
 }
@@ -190,7 +252,7 @@ Report Engine::run(const RunOptions& options, EngineObserver* observer)
         n.origin = "seed";
         n.op = "restart";
         if (space && !space->empty()) {
-            auto first = space->firstAdmissible();
+            auto first = space->initial();
             if (!first)
                 throw std::runtime_error("seed " + s->fileName + ": no knob assignment satisfies its hone:require lines");
             n.knobs = *first;
@@ -293,6 +355,9 @@ Report Engine::loop(EngineObserver* observer)
     }
     std::map<NodeId, protocol::EvalSummary> summaries;
     std::map<NodeId, nlohmann::json> results;
+    const bool external = m_options.synth != "knob";
+    if (external)
+        beginExternal();
     for (const auto& e : m_store.evaluations(m_session)) {
         try {
             summaries[e.nodeId] = protocol::summarize(e.result);
@@ -375,6 +440,8 @@ Report Engine::loop(EngineObserver* observer)
             requeue.pop_front();
             return id;
         }
+        if (external)
+            return proposeExternal(observer, stopReason);
         for (int tries = 0; tries < 1000; ++tries) {
             auto sel = m_tree.select(m_options.uct);
             if (!sel)
@@ -407,6 +474,7 @@ Report Engine::loop(EngineObserver* observer)
     auto apply = [&](Arrived& a) {
         m_tree.removeVirtualLoss(a.node);
         m_tree.setResult(a.node, a.summary.ok, a.summary.speedup, a.summary.failureKind);
+        noteOutcome(a.node, a.summary, a.result);
         summaries[a.node] = a.summary;
         results[a.node] = a.result;
         ++progress.evaluations;
@@ -477,6 +545,20 @@ Report Engine::loop(EngineObserver* observer)
         bool proposing = stopReason.empty() && !exhausted && budgetLeft;
         if (proposing && kApply > kNext - W) {
             auto id = propose();
+            if (id && external) {
+                if (auto failed = rejection(*id)) {
+                    // A reply that never became a kernel: a failed node, no worker involved.
+                    int64_t k = kNext++;
+                    m_tree.addVirtualLoss(*id);
+                    Arrived a;
+                    a.node = *id;
+                    a.result = std::move(*failed);
+                    a.summary = summarizeSafely(a.result.value("id", std::string()), a.result);
+                    storeResult(*id, std::string(), a.summary, a.result, false);
+                    ready.emplace(k, std::move(a));
+                    continue;
+                }
+            }
             if (id) {
                 nlohmann::json req = makeRequest(*id);
                 std::string key = cacheKeyOf(req);
@@ -527,7 +609,7 @@ Report Engine::loop(EngineObserver* observer)
         waitForResult();
     }
 
-    std::string status = stopReason.rfind("baseline seed failed", 0) == 0 ? "failed"
+    std::string status = stopReason.rfind("baseline seed failed", 0) == 0 || !m_error.empty() ? "failed"
         : (m_stopRequested ? "stopped" : "finished");
     m_store.setSessionStatus(m_session, status, stopReason);
     emitProgress();
@@ -535,6 +617,7 @@ Report Engine::loop(EngineObserver* observer)
     Report report;
     report.progress = progress;
     report.stopReason = stopReason;
+    report.error = m_error;
     report.device = m_device;
     report.best = m_tree.best();
     if (auto bl = summaries.find(baselineNode); bl != summaries.end())

@@ -1,12 +1,16 @@
 #pragma once
 
 #include "core/executor.h"
+#include "core/problem_spec.h"
 #include "core/knob_synth.h"
 #include "core/protocol.h"
 #include "core/search_tree.h"
+#include "core/synthesizer.h"
 
 #include <atomic>
+#include <functional>
 #include <filesystem>
+#include <memory>
 #include <optional>
 #include <string>
 
@@ -17,7 +21,7 @@ class Store;
 /// Everything a run needs; stored with the session so that `resume` continues the same search.
 struct RunOptions {
     std::filesystem::path problemDir;
-    std::string target = "cpu";
+    std::string target = "auto";    // cpu | cuda | auto (the baseline seed's kind)
     std::string policy = "uct";
     int budget = 60;                // evaluations (cache hits count), seeds included
     int workers = 1;
@@ -32,6 +36,16 @@ struct RunOptions {
     double runLimitSeconds = 60;
     bool useCache = true;
     UctParams uct;
+
+    // Synthesis (docs/LLM.md). `knob` is the built-in knob synthesizer; anything else needs a
+    // Synthesizer from Engine::setSynthesizer.
+    std::string synth = "knob";     // knob | llm
+    std::string memoryOp = "inherit"; // inherit | compare | combine | restart
+    int repair = 2;                 // fix attempts per failed LLM candidate
+    double llmBudgetUsd = 0;        // 0 = no limit
+    int64_t llmTokenBudget = 0;     // 0 = no limit
+    std::vector<std::string> hints; // the engineer's, shown in every prompt
+    nlohmann::json llm = nlohmann::json::object(); // provider settings for resume; never a key
 
     nlohmann::json toJson() const;
     static RunOptions fromJson(const nlohmann::json& j);
@@ -66,6 +80,7 @@ struct Report {
     double fracBandwidth = 0;
     double fracCompute = 0;
     std::string device;
+    std::string error;              // why the session failed (unreachable model, refused key), else empty
 };
 
 /// Receives engine events on the engine's thread. Keep handlers short.
@@ -75,6 +90,8 @@ public:
     virtual void nodeAdded(const Node&) {}
     virtual void nodeEvaluated(const Node&, const protocol::EvalSummary&) {}
     virtual void progressChanged(const Progress&) {}
+    /// A model call was stored for `node` (after nodeAdded).
+    virtual void llmCallRecorded(const Node&, const LlmCallRecord&) {}
 };
 
 /// The search loop (DESIGN.md §1): select, synthesize, evaluate through the executor,
@@ -83,6 +100,10 @@ public:
 /// With W workers, proposal k is made only after the results of proposals 0..k-W have been
 /// applied, and results are applied in proposal order. The tree therefore depends only on
 /// the seed and the evaluation results, not on which worker finished first.
+/// The device kind a session on `spec` runs on: `requested` ("cpu", "cuda"), or for "auto" the
+/// kind of the baseline seed. Throws when the problem has no baseline for that kind.
+std::string resolveTarget(const ProblemSpec& spec, const std::string& requested);
+
 class Engine {
 public:
     Engine(Store& store, Executor& executor);
@@ -97,6 +118,18 @@ public:
     /// Thread-safe: the loop stops after the evaluations in flight.
     void requestStop() { m_stopRequested = true; }
 
+    /// Where children come from when RunOptions::synth is not "knob". Not owned; set before
+    /// run() or resume().
+    void setSynthesizer(Synthesizer* synth) { m_external = synth; }
+
+    /// Knob-value weights for a seed source of the session's problem (skills from earlier
+    /// sessions on the same family and a compatible target); asked once per source at setup.
+    using KnobPriorProvider = std::function<KnobPrior(
+        const std::string& family, const std::string& device, const std::string& target, const KnobSpace& space)>;
+    void setKnobPriorProvider(KnobPriorProvider provider) { m_priorProvider = std::move(provider); }
+    /// How many of the session's sources got a non-empty prior.
+    int sourcesWithPrior() const { return m_sourcesWithPrior; }
+
     const SearchTree& tree() const { return m_tree; }
     int64_t sessionId() const { return m_session; }
 
@@ -104,6 +137,17 @@ private:
     struct Pending;
     Report loop(EngineObserver* observer);
     void setup(const RunOptions& options);
+
+    // The external synthesizer path (engine_synth.cpp).
+    void beginExternal();
+    std::optional<NodeId> proposeExternal(EngineObserver* observer, std::string& stopReason);
+    NodeId addProposal(SynthProposal proposal, EngineObserver* observer);
+    SynthRequest synthRequest(NodeId node, MemoryOperator op) const;
+    MemoryContext memoryContext(NodeId node, MemoryOperator op) const;
+    MemoryEntry memoryEntry(NodeId node, const std::string& relation) const;
+    void noteOutcome(NodeId node, const protocol::EvalSummary& summary, const nlohmann::json& result);
+    /// A failed result for a node that is never evaluated (a rejected reply), or nullopt.
+    std::optional<nlohmann::json> rejection(NodeId node) const;
 
     Store& m_store;
     Executor& m_executor;
@@ -122,6 +166,18 @@ private:
     int64_t m_nextSeq = 0;
     std::vector<NodeId> m_requeue;   // nodes created but never evaluated (resume)
     int m_alreadyEvaluated = 0;
+
+    Synthesizer* m_external = nullptr;
+
+    KnobPriorProvider m_priorProvider;
+
+    int m_sourcesWithPrior = 0;
+    std::shared_ptr<const ProblemSpec> m_spec;
+    MemoryOperator m_memoryOp = MemoryOperator::Inherit;
+    std::map<NodeId, std::pair<protocol::EvalSummary, nlohmann::json>> m_outcomes; // applied results
+    std::map<NodeId, std::pair<std::string, std::string>> m_rejected; // node -> (failure kind, reason)
+    std::map<NodeId, std::string> m_replies;    // rejected replies, for repair prompts
+    std::string m_error;
 };
 
 } // namespace hone::core

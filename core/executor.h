@@ -31,8 +31,9 @@ public:
     /// when no worker can be started.
     virtual nlohmann::json hello() = 0;
 
-    /// The device's `ceilings` reply (calibrated once per machine, cached by the worker).
-    virtual nlohmann::json ceilings() = 0;
+    /// The `ceilings` reply for the device of `kind` ("cpu", "cuda"): calibrated once per
+    /// machine, cached by the worker.
+    virtual nlohmann::json ceilings(const std::string& kind) = 0;
 
     /// How many evaluations may run at once.
     virtual int slotCount() const = 0;

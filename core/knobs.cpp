@@ -136,6 +136,20 @@ std::optional<KnobValues> KnobSpace::firstAdmissible() const
     return std::nullopt;
 }
 
+std::optional<KnobValues> KnobSpace::initial() const
+{
+    if (!start.empty()) {
+        KnobValues v;
+        for (const auto& k : knobs) {
+            auto it = start.find(k.name);
+            v[k.name] = it != start.end() ? it->second : k.values.front();
+        }
+        if (admits(v))
+            return v;
+    }
+    return firstAdmissible();
+}
+
 uint64_t KnobSpace::cardinality() const
 {
     uint64_t n = 1;
@@ -151,6 +165,7 @@ KnobSpace parseKnobSpace(const std::string& source, const std::string& fileName)
 {
     KnobSpace space;
     std::vector<std::pair<int, std::string>> requireLines;
+    std::vector<std::pair<int, std::string>> startLines;
     std::istringstream in(source);
     std::string line;
     int lineNo = 0;
@@ -196,6 +211,8 @@ KnobSpace parseKnobSpace(const std::string& source, const std::string& fileName)
                 start = bar + 1;
             }
             space.knobs.push_back(std::move(decl));
+        } else if (directive == "start") {
+            startLines.emplace_back(lineNo, body);
         } else if (directive == "require") {
             if (body.empty())
                 fail("hone:require is empty; expected an expression over knob names such as 'BLOCK % 32 == 0'");
@@ -206,11 +223,11 @@ KnobSpace parseKnobSpace(const std::string& source, const std::string& fileName)
             }
             requireLines.emplace_back(lineNo, body);
         } else if (directive == "flags") {
-            if (std::string err = checkFlags(body); !err.empty())
+            if (std::string err = checkFlags(body, langOfFile(fileName)); !err.empty())
                 fail("hone:flags: " + err);
             space.flags = space.flags.empty() ? body : space.flags + " " + body;
         } else {
-            fail("unknown directive 'hone:" + directive + "'; expected hone:knob, hone:require or hone:flags");
+            fail("unknown directive 'hone:" + directive + "'; expected hone:knob, hone:require, hone:flags or hone:start");
         }
     }
     // A require may name only declared knobs: a typo must not turn into "always false".
@@ -223,11 +240,84 @@ KnobSpace parseKnobSpace(const std::string& source, const std::string& fileName)
             }
         }
     }
+    // `hone:start NAME=value ...` may come before or after the knobs it names.
+    for (const auto& [at, body] : startLines) {
+        lineNo = at;
+        std::istringstream words(body);
+        std::string w;
+        while (words >> w) {
+            const auto eq = w.find('=');
+            const std::string name = eq == std::string::npos ? w : w.substr(0, eq);
+            const KnobDecl* decl = space.find(name);
+            if (eq == std::string::npos || !decl)
+                fail("hone:start '" + w + "': expected NAME=VALUE pairs naming declared knobs");
+            const std::string value = w.substr(eq + 1);
+            if (std::find(decl->values.begin(), decl->values.end(), value) == decl->values.end())
+                fail("hone:start gives knob '" + name + "' the value '" + value + "', which its hone:knob line does not "
+                    "declare; expected one of its values");
+            space.start[name] = value;
+        }
+    }
+    if (!space.start.empty()) {
+        KnobValues v;
+        for (const auto& k : space.knobs)
+            v[k.name] = space.start.count(k.name) ? space.start.at(k.name) : k.values.front();
+        std::string why;
+        if (!space.admits(v, &why)) {
+            lineNo = startLines.front().first;
+            fail("hone:start is not admissible: " + why + "; expected an assignment every hone:require accepts");
+        }
+    }
     return space;
 }
 
-std::string checkFlags(const std::string& flags)
+std::string langOfFile(const std::string& fileName)
 {
+    auto endsWith = [&](const char* ext) {
+        const size_t n = std::char_traits<char>::length(ext);
+        return fileName.size() > n && fileName.compare(fileName.size() - n, n, ext) == 0;
+    };
+    return endsWith(".cu") ? "cuda" : endsWith(".hip") ? "hip" : "cpp";
+}
+
+namespace {
+
+/// nvcc's allow-list: optimisation level, fast-math switches, a register cap and macros.
+std::string checkCudaFlags(const std::string& flags)
+{
+    for (const auto& f : splitWords(flags)) {
+        const bool quoted = f.find_first_of("\"'`\\$") != std::string::npos;
+        auto valueIs = [&](const char* prefix, const char* values) {
+            const std::string p = prefix;
+            if (f.rfind(p, 0) != 0)
+                return false;
+            const std::string v = f.substr(p.size());
+            return !v.empty() && v.find_first_not_of(values) == std::string::npos;
+        };
+        const bool boolean = valueIs("-ftz=", "truefals") || valueIs("--ftz=", "truefals")
+            || valueIs("-prec-div=", "truefals") || valueIs("--prec-div=", "truefals")
+            || valueIs("-prec-sqrt=", "truefals") || valueIs("--prec-sqrt=", "truefals")
+            || valueIs("-fmad=", "truefals") || valueIs("--fmad=", "truefals");
+        const bool allowed = !quoted
+            && ((f.size() == 3 && f[0] == '-' && f[1] == 'O' && f[2] >= '0' && f[2] <= '3') || f == "--use_fast_math"
+                || f == "-use_fast_math" || f == "--extra-device-vectorization" || boolean
+                || valueIs("-maxrregcount=", "0123456789") || valueIs("--maxrregcount=", "0123456789")
+                || (f.size() > 2 && (f.rfind("-D", 0) == 0 || f.rfind("-U", 0) == 0)));
+        if (!allowed)
+            return "compile flag '" + f
+                + "' is not allowed for CUDA; expected only -O0..-O3, --use_fast_math, -maxrregcount=N, "
+                  "--extra-device-vectorization, -ftz=/-prec-div=/-prec-sqrt=/-fmad=true|false, -D* and -U*"
+                + (quoted ? std::string(" (quotes, backslashes and $ are not interpreted)") : std::string());
+    }
+    return {};
+}
+
+} // namespace
+
+std::string checkFlags(const std::string& flags, const std::string& lang)
+{
+    if (lang == "cuda")
+        return checkCudaFlags(flags);
     for (const auto& f : splitWords(flags)) {
         bool ok = false;
         if (f.size() >= 2 && f[0] == '-') {

@@ -25,6 +25,7 @@ struct KnobSpace {
     std::vector<KnobDecl> knobs;
     std::vector<Expr> requires_;     // all must hold
     std::string flags;               // from `// hone:flags`, space-joined
+    KnobValues start;                // from `// hone:start NAME=v ...`: the author's best guess
 
     bool empty() const { return knobs.empty(); }
     const KnobDecl* find(const std::string& name) const;
@@ -36,6 +37,10 @@ struct KnobSpace {
     /// The first admissible assignment in declaration order (odometer over the values), or
     /// nullopt when no assignment satisfies the constraints.
     std::optional<KnobValues> firstAdmissible() const;
+
+    /// Where a seed enters the search: the `hone:start` values (first declared values for
+    /// knobs it does not name) when admissible, else firstAdmissible().
+    std::optional<KnobValues> initial() const;
 
     /// Number of assignments, ignoring constraints (saturates at 2^62).
     uint64_t cardinality() const;
@@ -52,9 +57,13 @@ public:
 /// silently drop a constraint).
 KnobSpace parseKnobSpace(const std::string& source, const std::string& fileName);
 
-/// Checks user-supplied compile flags against the allow-list of docs/FORMATS.md. Returns an
-/// empty string when all are allowed, else a message naming the first refused flag.
-std::string checkFlags(const std::string& flags);
+/// Checks user-supplied compile flags against the allow-list of docs/FORMATS.md for `lang`
+/// ("cpp": the host compiler's list; "cuda": nvcc's). Returns an empty string when all are
+/// allowed, else a message naming the first refused flag.
+std::string checkFlags(const std::string& flags, const std::string& lang = "cpp");
+
+/// "cuda" for a .cu file name, "hip" for .hip, else "cpp".
+std::string langOfFile(const std::string& fileName);
 
 /// "A=1 B=x" (sorted by name); "" for none.
 std::string knobsToString(const KnobValues& values);

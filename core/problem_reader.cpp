@@ -397,7 +397,17 @@ void Reader::readInit(const toml::table& t, Pos tablePos, const std::string& pat
     std::vector<std::string> allowed = { "dist" };
     for (const auto& a : args)
         allowed.push_back(a.first);
+    const bool sortable = !intType && tensor.shape.size() == 1 && (dist == "normal" || dist == "uniform");
+    if (sortable)
+        allowed.push_back("sorted");
     checkKeys(init, initPath, allowed);
+    if (const toml::node* s = sortable ? init.get("sorted") : nullptr) {
+        const std::string sortedPath = field(initPath, "sorted");
+        m_pos[sortedPath] = posOf(*s, initPos);
+        if (!s->is_boolean())
+            fail(sortedPath, "found " + typeName(*s), "true or false");
+        tensor.init.sorted = s->as_boolean()->get();
+    }
     for (const auto& [name, fallback] : args) {
         const toml::node* v
             = get(init, initPos, initPath, name, fallback.empty(), "a number or an expression string");
@@ -455,7 +465,12 @@ void Reader::readCost(const toml::table& root)
     const std::string expected = "an expression over shape symbols and params";
     const toml::node* n = get(root, Pos {}, "", "cost", true, "a table with flops and bytes");
     const toml::table& cost = asTable(*n, "cost", "a table with flops and bytes");
-    checkKeys(cost, "cost", { "flops", "bytes" });
+    checkKeys(cost, "cost", { "flops", "bytes", "compute" });
+    if (auto unit = getString(cost, m_pos["cost"], "cost", "compute", false, "\"fma\" or \"tensor\"")) {
+        if (*unit != "fma" && *unit != "tensor")
+            fail("cost.compute", "unknown compute unit '" + *unit + "'", "\"fma\" or \"tensor\"");
+        m_spec.computeUnit = *unit;
+    }
     for (const char* key : { "flops", "bytes" }) {
         const toml::node* v = get(cost, m_pos["cost"], "cost", key, true, expected);
         Expr e = readExpr(*v, field("cost", key));

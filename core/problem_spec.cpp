@@ -234,6 +234,8 @@ nlohmann::json resolveShape(const ProblemSpec& spec, const ShapeBinding& shape, 
                 nlohmann::json init = { { "dist", t.init.dist } };
                 for (const auto& [name, e] : t.init.args)
                     init[name] = toJson(eval(e, indexed(key, i) + ".init." + name));
+                if (t.init.sorted)
+                    init["sorted"] = true;
                 j["init"] = init;
             }
             out.push_back(std::move(j));
@@ -248,6 +250,7 @@ nlohmann::json resolveShape(const ProblemSpec& spec, const ShapeBinding& shape, 
         { "symbols", symbols },
         { "flops", eval(spec.flops, "cost.flops").asDouble() },
         { "bytes", eval(spec.bytes, "cost.bytes").asDouble() },
+        { "compute", spec.computeUnit },
         { "inputs", tensors(spec.inputs, "inputs") },
         { "outputs", tensors(spec.outputs, "outputs") },
     };
@@ -273,6 +276,7 @@ nlohmann::json resolveProblem(const ProblemSpec& spec)
         { "reference", { { "lang", "cpp" }, { "source", spec.referenceSource } } },
         { "params", params },
         { "tolerance", tolerance },
+        { "libraries", spec.allowedLibraries },
         { "check", check },
         { "bench", bench },
     };

@@ -48,6 +48,7 @@ struct Dim {
 struct InitSpec {
     std::string dist = "normal";          // normal | uniform | randint | offsets
     std::map<std::string, Expr> args;     // mean, std, low, high, total (expressions)
+    bool sorted = false;                  // rank-1 floats only: sorted ascending
 };
 
 struct TensorSpec {
@@ -84,6 +85,7 @@ struct ProblemSpec {
     std::vector<ShapeBinding> benchShapes;
     Expr flops;
     Expr bytes;
+    std::string computeUnit = "fma";      // which compute ceiling flops run against: fma | tensor
     std::map<DType, Tolerance> tolerance;
     std::vector<std::string> allowedLibraries;
     std::string referenceSource;          // reference.cpp

@@ -47,6 +47,18 @@ private slots:
         QVERIFY(!none.firstAdmissible().has_value());
     }
 
+    void startGivesTheSeedsEntryPoint()
+    {
+        const char* src = "// hone:knob A = 1 | 2 | 3\n// hone:knob B = 1 | 2\n// hone:require A * B >= 2\n"
+                          "// hone:start A=3\n";
+        KnobSpace s = parseKnobSpace(src, "f.cu");
+        QCOMPARE(knobsToString(*s.initial()), std::string("A=3 B=1"));
+        QCOMPARE(knobsToString(*s.firstAdmissible()), std::string("A=2 B=1"));
+        // Without hone:start a seed enters at its first admissible assignment.
+        KnobSpace plain = parseKnobSpace("// hone:knob A = 1 | 2 | 3\n// hone:knob B = 1 | 2\n// hone:require A * B >= 2\n", "f");
+        QCOMPARE(knobsToString(*plain.initial()), std::string("A=2 B=1"));
+    }
+
     void malformedLines_data()
     {
         QTest::addColumn<QString>("source");
@@ -63,14 +75,23 @@ private slots:
         QTest::addRow("duplicate knob") << "// hone:knob A = 1\n// hone:knob A = 2\n"
                                         << "f.cpp:2: knob 'A' is declared twice; expected each knob once";
         QTest::addRow("unknown directive") << "// hone:knobs A = 1\n"
-                                           << "f.cpp:1: unknown directive 'hone:knobs'; expected hone:knob, hone:require "
-                                              "or hone:flags";
+                                           << "f.cpp:1: unknown directive 'hone:knobs'; expected hone:knob, hone:require, "
+                                              "hone:flags or hone:start";
         QTest::addRow("require typo") << "// hone:knob BLOCK = 1 | 2\n// hone:require BLOK > 1\n"
                                       << "f.cpp:2: hone:require 'BLOK > 1' names 'BLOK', which is not a declared knob; "
                                          "expected one of the hone:knob names";
         QTest::addRow("empty require") << "// hone:require\n"
                                        << "f.cpp:1: hone:require is empty; expected an expression over knob names such "
                                           "as 'BLOCK % 32 == 0'";
+        QTest::addRow("start names an unknown knob") << "// hone:knob A = 1 | 2\n// hone:start C=1\n"
+                                                     << "f.cpp:2: hone:start 'C=1': expected NAME=VALUE pairs naming "
+                                                        "declared knobs";
+        QTest::addRow("start value not declared") << "// hone:knob A = 1 | 2\n// hone:start A=4\n"
+                                                  << "f.cpp:2: hone:start gives knob 'A' the value '4', which its "
+                                                     "hone:knob line does not declare; expected one of its values";
+        QTest::addRow("start not admissible") << "// hone:start A=1\n// hone:knob A = 1 | 2\n// hone:require A > 1\n"
+                                              << "f.cpp:1: hone:start is not admissible: require A > 1 does not hold; "
+                                                 "expected an assignment every hone:require accepts";
         QTest::addRow("refused flag") << "// hone:flags -O3 -fplugin=evil.so\n"
                                       << "f.cpp:1: hone:flags: compile flag '-fplugin=evil.so' is not allowed; expected "
                                          "only -O*, -f* (not -fplugin), -m*, -D*, -U*, -W* (not -Wl/-Wa/-Wp) and -std=*";

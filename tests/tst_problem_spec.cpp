@@ -1,8 +1,11 @@
+#include "core/engine.h"
+#include "core/knobs.h"
 #include "core/problem_spec.h"
 #include "core/sha256.h"
 
 #include <QtTest>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -109,6 +112,7 @@ private slots:
             "symbols": {"M": 64, "N": 1000},
             "flops": 320000.0,
             "bytes": 512256.0,
+            "compute": "fma",
             "inputs": [
                 {"name": "x", "dtype": "f32", "shape": [64, 1000],
                  "init": {"dist": "normal", "mean": 0.0, "std": 4}},
@@ -168,6 +172,7 @@ bf16 = { atol = 1e-2, rtol = 1e-2 }
             "symbols": {"E": 65536, "R": 513},
             "flops": 0.0,
             "bytes": 131072.0,
+            "compute": "fma",
             "inputs": [
                 {"name": "values", "dtype": "bf16", "shape": [65536, 4],
                  "init": {"dist": "normal", "mean": 0.0, "std": 1.0}},
@@ -201,6 +206,25 @@ bf16 = { atol = 1e-2, rtol = 1e-2 }
         QCOMPARE(p["bench"][0]["label"], "bench[0]");
         QCOMPARE(p["bench"][0]["inputs"][0]["shape"], nlohmann::json({ 4096, 2048 }));
         QCOMPARE(p["bench"][0]["inputs"][0]["init"]["std"], 8); // 2048 / 250 in integers
+    }
+
+    void resolvesSortedInitAndComputeUnit()
+    {
+        QString text = QString::fromUtf8(kGood);
+        text.replace("[[outputs]]",
+            "[[inputs]]\nname = \"edges\"\ndtype = \"f32\"\nshape = [\"N\"]\n"
+            "init = { dist = \"uniform\", low = -1.0, high = 1.0, sorted = true }\n\n[[outputs]]");
+        text.replace("bytes = \"8 * M * N + 4 * M\"", "bytes = \"8 * M * N + 4 * M\"\ncompute = \"tensor\"");
+        ProblemSpec spec = parseProblemToml(text.toStdString(), "problem.toml");
+        spec.referenceSource = "int hone_run(const hone_args*) { return 0; }";
+        QCOMPARE(spec.computeUnit, std::string("tensor"));
+        const nlohmann::json p = resolveProblem(spec);
+        QCOMPARE(p["bench"][0]["compute"], "tensor");
+        QCOMPARE(p["bench"][0]["inputs"][2]["init"]["sorted"], true);
+        QVERIFY(!p["bench"][0]["inputs"][0]["init"].contains("sorted"));
+        QCOMPARE(p["libraries"], nlohmann::json({ "cublas" }));
+        // Without the key: the FMA ceiling.
+        QCOMPARE(parseProblemToml(kGood, "problem.toml").computeUnit, std::string("fma"));
     }
 
     void rejectsMalformed_data()
@@ -339,6 +363,12 @@ bf16 = { atol = 1e-2, rtol = 1e-2 }
         QTest::addRow("outputs as a single table")
             << "[[outputs]]" << "[outputs]"
             << "problem.toml:17:1: field 'outputs': found a table; expected an array of tables ([[outputs]])";
+        QTest::addRow("unknown compute unit")
+            << "bytes = \"8 * M * N + 4 * M\"" << "bytes = \"8 * M * N + 4 * M\"\ncompute = \"gpu\""
+            << "problem.toml:32:11: field 'cost.compute': unknown compute unit 'gpu'; expected \"fma\" or \"tensor\"";
+        QTest::addRow("sorted on a rank-2 tensor")
+            << "std = \"N / 250\"" << "std = \"N / 250\", sorted = true"
+            << "problem.toml:9:56: field 'inputs[0].init.sorted': unknown key 'sorted'; expected one of dist, mean, std";
         QTest::addRow("libraries not strings")
             << "allowed = [\"cublas\"]" << "allowed = [\"cublas\", 3]"
             << "problem.toml:37:22: field 'libraries.allowed[1]': found an integer; expected a non-empty library name";
@@ -373,6 +403,37 @@ bf16 = { atol = 1e-2, rtol = 1e-2 }
             QCOMPARE(e.line(), 7);
             QCOMPARE(e.column(), 9);
             QCOMPARE(e.field(), std::string("inputs[0].dtype"));
+        }
+    }
+
+    // Every bundled problem loads, resolves for every shape, and every seed's knob space has an
+    // admissible entry point: the suites cannot rot without CI noticing, GPU or not.
+    void bundledProblemsAreValid_data()
+    {
+        QTest::addColumn<QString>("dir");
+        for (const char* suite : { "cpu", "ads" }) {
+            const std::filesystem::path root = std::filesystem::path(HONE_SOURCE_DIR) / "resources" / "problems" / suite;
+            std::vector<std::filesystem::path> dirs;
+            for (const auto& e : std::filesystem::directory_iterator(root))
+                dirs.push_back(e.path());
+            std::sort(dirs.begin(), dirs.end());
+            for (const auto& d : dirs)
+                QTest::addRow("%s/%s", suite, d.filename().string().c_str()) << QString::fromStdString(d.string());
+        }
+    }
+    void bundledProblemsAreValid()
+    {
+        QFETCH(QString, dir);
+        const ProblemSpec spec = loadProblem(dir.toStdString());
+        const nlohmann::json p = resolveProblem(spec);
+        QVERIFY(!p["check"].empty());
+        QVERIFY(p["bench"][0]["bytes"].get<double>() > 0);
+        const std::string target = resolveTarget(spec, "auto");
+        QVERIFY(target == "cpu" || target == "cuda");
+        for (const Seed& s : spec.seeds) {
+            const KnobSpace space = parseKnobSpace(s.source, s.fileName);
+            QVERIFY2(space.empty() || space.initial().has_value(), s.fileName.c_str());
+            QVERIFY2(checkFlags(space.flags, s.lang).empty(), s.fileName.c_str());
         }
     }
 

@@ -117,6 +117,13 @@ ProtocolChannel ProtocolChannel::takeOverStdio()
     return ProtocolChannel(inFd, outFd);
 }
 
+ProtocolChannel ProtocolChannel::toStderr()
+{
+    ProtocolChannel c(-1, 2);
+    c.m_eof = true;
+    return c;
+}
+
 bool ProtocolChannel::readLine(std::string& line)
 {
     for (;;) {

@@ -15,6 +15,10 @@ public:
     /// into the protocol stream. Installs the crash handlers.
     static ProtocolChannel takeOverStdio();
 
+    /// A channel that only writes, to stderr (no requests, no crash handlers): for
+    /// `--profile-once`, whose stdout belongs to the profiler's report.
+    static ProtocolChannel toStderr();
+
     /// Next request line without its newline; false at end of input.
     bool readLine(std::string& line);
 

@@ -212,8 +212,8 @@ std::string CompileOutput::firstError() const
         return toolError;
     for (const auto& m : messages)
         if (m.severity == "error" || m.severity == "fatal error")
-            return m.file + ":" + std::to_string(m.line) + ":" + std::to_string(m.column) + ": " + m.severity
-                + ": " + m.text;
+            return m.file + (m.line > 0 ? ":" + std::to_string(m.line) : std::string())
+                + (m.column > 0 ? ":" + std::to_string(m.column) : std::string()) + ": " + m.severity + ": " + m.text;
     // No parsable diagnostic (a linker or driver error): the last non-empty log line.
     std::istringstream in(log);
     std::string line;
@@ -230,8 +230,11 @@ nlohmann::json CompileOutput::toJson() const
     for (const auto& m : messages)
         messagesJson.push_back({ { "file", m.file }, { "line", m.line }, { "column", m.column },
             { "severity", m.severity }, { "text", m.text } });
-    return nlohmann::json { { "ok", ok }, { "cached", cached }, { "seconds", seconds },
-        { "command", command }, { "log", log }, { "messages", messagesJson } };
+    nlohmann::json j { { "ok", ok }, { "cached", cached }, { "seconds", seconds }, { "command", command },
+        { "log", log }, { "messages", messagesJson } };
+    if (!resources.is_null())
+        j["resources"] = resources;
+    return j;
 }
 
 HostCompiler::HostCompiler(fs::path cacheDir, std::string compiler)

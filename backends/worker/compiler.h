@@ -16,6 +16,7 @@ struct CompileJob {
     std::string source;
     std::map<std::string, std::string> defines; // knobs, compiled as -DNAME=value
     std::string flags; // user flags; see refusedFlag()
+    std::vector<std::string> libraries; // vendor libraries the problem allows ("cublasLt")
     double timeLimitSeconds = 120;
 };
 
@@ -37,6 +38,7 @@ struct CompileOutput {
     std::vector<CompileMessage> messages;
     std::string objectPath; // the shared object, when ok
     std::string toolError; // the compiler could not be run at all
+    nlohmann::json resources; // per-kernel registers, shared memory, spills (GPU compiles)
 
     /// "tuned.cpp:12:5: error: ..." for the first error, else the last line of the log.
     std::string firstError() const;

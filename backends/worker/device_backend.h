@@ -9,12 +9,21 @@
 
 #include <cstddef>
 #include <memory>
+#include <stdexcept>
 #include <vector>
 #include <string>
 
 /// What the evaluator needs from a device: compile, load, memory, run, time, ceilings.
 /// The CPU implements it now; CUDA (driver API + NVRTC) and HIP plug in beside it.
 namespace hone::backends {
+
+/// Asynchronous work of a candidate failed on the device (an illegal address, a trap): the
+/// candidate fails with a runtime error, and where deviceLost() says so the worker exits after
+/// reporting it.
+class DeviceFault : public std::runtime_error {
+public:
+    using std::runtime_error::runtime_error;
+};
 
 /// A loaded translation unit's hone_run, callable with buffers of the backend that loaded it.
 class LoadedKernel {
@@ -53,6 +62,9 @@ public:
     /// The flags a compile of `job` gets, as one string, for the result's environment.
     virtual std::string flagsFor(const CompileJob& job) const = 0;
 
+    /// Empty when every user flag is allowed for this backend's compiler, else why not.
+    virtual std::string refusedFlags(const std::string& flags) const { return refusedFlag(splitFlags(flags)); }
+
     virtual CompileOutput compile(const CompileJob& job) = 0;
     /// nullptr with `error` set when the object cannot be loaded or exports no hone_run;
     /// `missingEntry` tells the two apart.
@@ -75,6 +87,43 @@ public:
     /// caches between timed runs, so every run starts cold.
     virtual void flushCaches(const std::vector<MemRegion>& workingSet) = 0;
     virtual std::unique_ptr<TimingLock> lockForTiming() = 0;
+    /// Held (shared) while checks run kernels on the device, so that no check overlaps another
+    /// worker's timing stage; null where checks cannot disturb timing.
+    virtual std::unique_ptr<TimingLock> lockForUse() { return nullptr; }
+
+    /// Waits until the device is idle. Throws cuda::DriverError-like std::runtime_error when
+    /// work that ran asynchronously faulted; see deviceLost().
+    virtual void synchronize() { }
+    /// True once a fault has left the device context unusable: the worker reports the failed
+    /// candidate and exits, and the executor starts a fresh one.
+    virtual bool deviceLost() const { return false; }
+
+    /// The optional profiler stage for one eval `request`: structured metrics, or
+    /// {"error": why} where the profiler is missing or failed; null where the backend has none.
+    virtual nlohmann::json profile(const nlohmann::json& request)
+    {
+        (void)request;
+        return nullptr;
+    }
+
+    /// How samples were timed, for the result's timing.method; null where there is nothing to add.
+    virtual nlohmann::json timingInfo() { return nullptr; }
+
+    /// Scratch passed to hone_run as `workspace`; null with 0 bytes where there is none.
+    virtual void* workspace(size_t& bytes)
+    {
+        bytes = 0;
+        return nullptr;
+    }
+
+    /// The launches one call of hone_run makes, with grid, block, registers, shared memory and
+    /// theoretical occupancy per kernel; null where the backend cannot tell.
+    virtual nlohmann::json launchProfile(LoadedKernel& kernel, const hone_args& args)
+    {
+        (void)kernel;
+        (void)args;
+        return nullptr;
+    }
 
     /// The device's measured ceilings, cached on disk per device and compiler; `force`
     /// measures again. Throws std::runtime_error when they cannot be measured.

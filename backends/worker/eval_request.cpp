@@ -89,6 +89,9 @@ ShapeSpec parseShape(const nlohmann::json& j, const std::string& set, size_t ind
     }
     s.flops = number(j, "flops", where, 0);
     s.bytes = number(j, "bytes", where, 0);
+    s.compute = text(j, "compute", where, "fma", false);
+    if (s.compute != "fma" && s.compute != "tensor")
+        throw RequestError(where + ".compute is '" + s.compute + "'; expected \"fma\" or \"tensor\"");
     s.inputs = parseTensors(j, "inputs", where);
     s.outputs = parseTensors(j, "outputs", where);
     if (s.outputs.empty())
@@ -146,6 +149,7 @@ EvalRequest parseEvalRequest(const nlohmann::json& request)
                 throw RequestError("'stages' holds a value that is not a string");
             r.wantCheck |= s == "check";
             r.wantTime |= s == "time";
+            r.wantProfile |= s == "profile";
         }
     }
 
@@ -169,6 +173,15 @@ EvalRequest parseEvalRequest(const nlohmann::json& request)
         if (!t->is_object())
             throw RequestError("problem.tolerance is not an object");
         r.tolerance = *t;
+    }
+    if (auto l = problem.find("libraries"); l != problem.end() && !l->is_null()) {
+        if (!l->is_array())
+            throw RequestError("problem.libraries is not an array");
+        for (const auto& v : *l) {
+            if (!v.is_string())
+                throw RequestError("problem.libraries holds a value that is not a string");
+            r.libraries.push_back(v.get<std::string>());
+        }
     }
     r.check = parseShapes(problem, "check", r.wantCheck);
     r.bench = parseShapes(problem, "bench", r.wantTime);

@@ -27,6 +27,7 @@ struct ShapeSpec {
     std::map<std::string, double> symbols;
     double flops = 0;
     double bytes = 0;
+    std::string compute = "fma"; // the compute ceiling flops run against: fma | tensor
     std::vector<TensorDesc> inputs;
     std::vector<TensorDesc> outputs;
 };
@@ -39,10 +40,12 @@ struct EvalRequest {
     std::optional<SourceSpec> baseline;
     std::map<std::string, double> params;
     nlohmann::json tolerance; // {"f32": {"atol":..,"rtol":..}}
+    std::vector<std::string> libraries; // vendor libraries candidates may link ("cublasLt")
     std::vector<ShapeSpec> check;
     std::vector<ShapeSpec> bench;
     bool wantCheck = true;
     bool wantTime = true;
+    bool wantProfile = false; // the optional profiler stage (Nsight Compute on CUDA)
     std::vector<uint64_t> seeds; // at least 3, distinct
     int samples = 25; // at least 20
     int warmup = 3;

@@ -2,14 +2,18 @@
 
 #include "core/diagnosis.h"
 #include "core/protocol.h"
+#include "core/sha256.h"
+#include "ncu_profile.h"
 #include "system_info.h"
 #include "timing.h"
 
 #include <algorithm>
 #include <cstdio>
 #include <exception>
+#include <fstream>
 #include <functional>
 #include <new>
+#include <optional>
 #include <stdexcept>
 
 namespace hone::backends {
@@ -28,7 +32,8 @@ struct EvalFailure {
 /// shape's symbols. Owns every array the struct points into.
 class KernelArgs {
 public:
-    KernelArgs(const ShapeSpec& shape, const std::map<std::string, double>& params, void* stream)
+    KernelArgs(const ShapeSpec& shape, const std::map<std::string, double>& params, void* stream,
+        DeviceBackend* device = nullptr)
     {
         for (const auto& [name, value] : params)
             m_params.push_back({ name.c_str(), value });
@@ -40,6 +45,8 @@ public:
         m_args.stream = stream;
         m_args.workspace = nullptr;
         m_args.workspace_bytes = 0;
+        if (device)
+            m_args.workspace = device->workspace(m_args.workspace_bytes);
     }
 
     void bind(const std::vector<TensorDesc>& inputs, const std::vector<void*>& inputPtrs,
@@ -134,6 +141,8 @@ int guardedRun(
     } catch (const std::bad_alloc&) {
         throw EvalFailure { isReference ? FailureKind::WorkerError : FailureKind::MemoryLimit, stage,
             who + " ran out of memory (std::bad_alloc) on " + where };
+    } catch (const DeviceFault& e) {
+        throw EvalFailure { kind, stage, who + " on " + where + ": " + e.what() };
     } catch (const std::exception& e) {
         throw EvalFailure { kind, stage, who + " threw " + e.what() + " on " + where };
     } catch (...) {
@@ -165,6 +174,46 @@ void recordRunFailure(
 
 } // namespace
 
+std::filesystem::path Evaluator::referenceCachePath(const ShapeSpec& shape, uint64_t seed) const
+{
+    size_t inputBytes = 0;
+    for (const auto& d : shape.inputs)
+        inputBytes += d.bytes();
+    // Small shapes cost less to recompute than to read back.
+    if (m_refCache.empty() || m_referenceKey.empty() || inputBytes < (size_t(4) << 20))
+        return {};
+    nlohmann::json key = { { "v", 1 }, { "reference", m_referenceKey }, { "label", shape.label },
+        { "symbols", shape.symbols }, { "seed", seed }, { "params", m_request->params } };
+    for (const auto& d : shape.inputs)
+        key["inputs"].push_back({ d.name, dtypeName(d.dtype), d.shape, d.init });
+    for (const auto& d : shape.outputs)
+        key["outputs"].push_back({ d.name, dtypeName(d.dtype), d.shape });
+    return m_refCache / "ref" / (core::sha256Hex(key.dump()) + ".bin");
+}
+
+bool Evaluator::loadTensors(const std::filesystem::path& path, std::vector<HostTensor>& tensors) const
+{
+    std::ifstream in(path, std::ios::binary);
+    if (!in)
+        return false;
+    for (auto& t : tensors)
+        if (!in.read(static_cast<char*>(t.data()), static_cast<std::streamsize>(t.bytes())))
+            return false;
+    return in.peek() == std::ifstream::traits_type::eof();
+}
+
+void Evaluator::storeTensors(const std::filesystem::path& path, const std::vector<HostTensor>& tensors) const
+{
+    std::string data;
+    for (const auto& t : tensors)
+        data.append(static_cast<const char*>(t.data()), t.bytes());
+    try {
+        writeFileAtomically(path, data);
+    } catch (const std::exception&) {
+        // A cache that cannot be written costs time, not correctness.
+    }
+}
+
 Evaluator::Evaluator(DeviceBackend& device, DeviceBackend& host, ProtocolChannel& channel)
     : m_device(device)
     , m_host(host)
@@ -193,7 +242,7 @@ void Evaluator::build(DeviceBackend& backend, const SourceSpec& spec, const char
         throw EvalFailure { FailureKind::WorkerError, m_stage,
             roleName + " " + spec.name + " is '" + spec.lang + "' code, which the " + backend.kind()
                 + " backend of this worker cannot build" };
-    const std::string refused = refusedFlag(splitFlags(spec.flags));
+    const std::string refused = backend.refusedFlags(spec.flags);
     if (!refused.empty())
         throw fail(FailureKind::BadCandidate, refused);
     for (const auto& [name, value] : spec.knobs) {
@@ -210,6 +259,8 @@ void Evaluator::build(DeviceBackend& backend, const SourceSpec& spec, const char
     job.source = spec.source;
     job.defines = spec.knobs;
     job.flags = spec.flags;
+    if (&backend == &m_device)
+        job.libraries = m_request->libraries;
     job.timeLimitSeconds = m_request->compileSeconds;
     built.compile = backend.compile(job);
     const CompileOutput& c = built.compile;
@@ -222,6 +273,9 @@ void Evaluator::build(DeviceBackend& backend, const SourceSpec& spec, const char
     if (!c.ok)
         throw fail(FailureKind::CompileError, c.firstError());
 
+    // A compile-only request (resource usage, compile errors) needs no device to load into.
+    if (!m_request->wantCheck && !m_request->wantTime)
+        return;
     std::string error;
     bool missingEntry = false;
     built.kernel = backend.load(c, error, missingEntry);
@@ -235,14 +289,20 @@ CheckOutcome Evaluator::checkOnce(
     const std::string where = shape.label + " seed " + std::to_string(seed);
     const std::vector<HostTensor> inputs = generateInputs(shape, seed);
 
-    // The reference runs on its own copy of the inputs, on the host.
-    std::vector<HostTensor> refInputs(inputs.begin(), inputs.end());
+    // The reference runs on its own copy of the inputs, on the host, unless its outputs for
+    // exactly these inputs are cached.
     std::vector<HostTensor> want = makeTensors(shape.outputs);
-    for (auto& w : want)
-        w.poison();
-    KernelArgs refArgs(shape, m_request->params, nullptr);
-    refArgs.bind(shape.inputs, pointers(refInputs), shape.outputs, pointers(want));
-    guardedRun([&] { return reference.run(refArgs.args()); }, true, m_stage, where);
+    const std::filesystem::path cached = referenceCachePath(shape, seed);
+    if (cached.empty() || !loadTensors(cached, want)) {
+        std::vector<HostTensor> refInputs(inputs.begin(), inputs.end());
+        for (auto& w : want)
+            w.poison();
+        KernelArgs refArgs(shape, m_request->params, nullptr);
+        refArgs.bind(shape.inputs, pointers(refInputs), shape.outputs, pointers(want));
+        guardedRun([&] { return reference.run(refArgs.args()); }, true, m_stage, where);
+        if (!cached.empty())
+            storeTensors(cached, want);
+    }
     if (const std::string bad = referenceProblem(want, shape.label, seed); !bad.empty())
         throw EvalFailure { FailureKind::WorkerError, m_stage, bad };
 
@@ -261,9 +321,16 @@ CheckOutcome Evaluator::checkOnce(
         devOutputs.emplace_back(m_device, g.bytes());
         m_device.upload(devOutputs.back().get(), g.data(), g.bytes());
     }
-    KernelArgs args(shape, m_request->params, m_device.stream());
+    KernelArgs args(shape, m_request->params, m_device.stream(), &m_device);
     args.bind(shape.inputs, pointers(devInputs), shape.outputs, pointers(devOutputs));
-    guardedRun([&] { return candidate.run(args.args()); }, false, m_stage, where);
+    guardedRun(
+        [&] {
+            const int rc = candidate.run(args.args());
+            // Asynchronous faults (an illegal address, a trap) surface here, as the candidate's.
+            m_device.synchronize();
+            return rc;
+        },
+        false, m_stage, where);
 
     for (size_t i = 0; i < got.size(); ++i)
         m_device.download(got[i].data(), devOutputs[i].get(), got[i].bytes());
@@ -293,9 +360,9 @@ nlohmann::json Evaluator::timeCandidate(
     };
     const std::vector<DeviceBuffer> candOut = makeOutputs();
     const std::vector<DeviceBuffer> baseOut = baseline ? makeOutputs() : std::vector<DeviceBuffer>();
-    KernelArgs candArgs(shape, req.params, m_device.stream());
+    KernelArgs candArgs(shape, req.params, m_device.stream(), &m_device);
     candArgs.bind(shape.inputs, pointers(devInputs), shape.outputs, pointers(candOut));
-    KernelArgs baseArgs(shape, req.params, m_device.stream());
+    KernelArgs baseArgs(shape, req.params, m_device.stream(), &m_device);
     if (baseline)
         baseArgs.bind(shape.inputs, pointers(devInputs), shape.outputs, pointers(baseOut));
 
@@ -356,11 +423,22 @@ nlohmann::json Evaluator::timeCandidate(
         }
     }
 
+    // Launch geometry and occupancy: one captured (not executed) call of the candidate.
+    try {
+        m_launches = m_device.launchProfile(candidate, candArgs.args());
+    } catch (const DeviceFault&) {
+        throw;
+    } catch (const std::exception& e) {
+        m_launches = { { "error", std::string("launch profile failed: ") + e.what() } };
+    }
+
     const SampleStats cs = summarizeSamples(cand);
     nlohmann::json timing = toJson(cs);
     timing["shape"] = shape.label;
     timing["warmup"] = req.warmup;
     timing["seed"] = kTimingSeed;
+    if (const nlohmann::json info = m_device.timingInfo(); !info.is_null())
+        timing["method"] = info;
     if (baseline) {
         timing["baseline"] = toJson(summarizeSamples(base));
         timing["speedup"] = quantile(ratios, 0.5);
@@ -369,10 +447,114 @@ nlohmann::json Evaluator::timeCandidate(
     return timing;
 }
 
+nlohmann::json Evaluator::dump(const nlohmann::json& request)
+{
+    m_id = requestId(request);
+    m_stage = "dump";
+    nlohmann::json reply = core::protocol::makeMessage("dumped");
+    reply["id"] = m_id;
+    try {
+        auto dirIt = request.find("dir");
+        if (dirIt == request.end() || !dirIt->is_string() || dirIt->get<std::string>().empty())
+            throw EvalFailure { FailureKind::WorkerError, "dump", "dump request needs a 'dir' string" };
+        const std::filesystem::path dir = dirIt->get<std::string>();
+        // The problem part of an eval request, with the reference standing in as candidate.
+        nlohmann::json asEval = request;
+        asEval["stages"] = { "time" };
+        if (request.contains("problem") && request["problem"].is_object() && request["problem"].contains("reference"))
+            asEval["candidate"] = request["problem"]["reference"];
+        EvalRequest req;
+        try {
+            req = parseEvalRequest(asEval);
+        } catch (const RequestError& e) {
+            throw EvalFailure { FailureKind::WorkerError, "dump", std::string("bad dump request: ") + e.what() };
+        }
+        m_request = &req;
+        Built reference;
+        progress("compile", "reference");
+        build(m_host, req.reference, "reference", reference);
+        m_referenceKey = std::filesystem::path(reference.compile.objectPath).filename().string();
+        const ShapeSpec& shape = req.bench[req.timingShape];
+        constexpr uint64_t kTimingSeed = 1; // the seed timeCandidate draws its inputs with
+        progress("dump", shape.label + ": inputs and reference outputs to " + dir.string());
+        const std::vector<HostTensor> inputs = generateInputs(shape, kTimingSeed);
+        std::vector<HostTensor> want = makeTensors(shape.outputs);
+        const std::filesystem::path cached = referenceCachePath(shape, kTimingSeed);
+        if (cached.empty() || !loadTensors(cached, want)) {
+            std::vector<HostTensor> refInputs(inputs.begin(), inputs.end());
+            KernelArgs refArgs(shape, req.params, nullptr);
+            refArgs.bind(shape.inputs, pointers(refInputs), shape.outputs, pointers(want));
+            guardedRun([&] { return reference.kernel->run(refArgs.args()); }, true, m_stage, shape.label);
+            if (!cached.empty())
+                storeTensors(cached, want);
+        }
+        std::filesystem::create_directories(dir);
+        nlohmann::json manifest = { { "problem", req.problemName }, { "shape", shape.label },
+            { "symbols", shape.symbols }, { "params", req.params }, { "seed", kTimingSeed },
+            { "tolerance", req.tolerance }, { "flops", shape.flops }, { "bytes", shape.bytes } };
+        auto write = [&](const char* role, const std::vector<TensorDesc>& descs, const std::vector<HostTensor>& ts) {
+            for (size_t i = 0; i < ts.size(); ++i) {
+                const std::string file = std::string(role) + "_" + std::to_string(i) + "_" + descs[i].name + ".bin";
+                std::ofstream out(dir / file, std::ios::binary | std::ios::trunc);
+                out.write(static_cast<const char*>(ts[i].data()), static_cast<std::streamsize>(ts[i].bytes()));
+                if (!out)
+                    throw EvalFailure { FailureKind::WorkerError, "dump", "cannot write " + (dir / file).string() };
+                manifest[role].push_back({ { "name", descs[i].name }, { "dtype", dtypeName(descs[i].dtype) },
+                    { "shape", descs[i].shape }, { "file", file } });
+            }
+        };
+        write("inputs", shape.inputs, inputs);
+        write("outputs", shape.outputs, want);
+        writeFileAtomically(dir / "manifest.json", manifest.dump(2) + "\n");
+        reply["status"] = "ok";
+        reply["manifest"] = (dir / "manifest.json").string();
+    } catch (const EvalFailure& f) {
+        reply = core::protocol::makeFailure(m_id, f.kind, f.stage, f.message);
+    } catch (const std::exception& e) {
+        reply = core::protocol::makeFailure(m_id, FailureKind::WorkerError, m_stage, e.what());
+    }
+    m_request = nullptr;
+    return reply;
+}
+
+int Evaluator::runOnce(const nlohmann::json& request)
+{
+    try {
+        EvalRequest req = parseEvalRequest(request);
+        m_request = &req;
+        Built candidate;
+        build(m_device, req.candidate, "candidate", candidate);
+        const ShapeSpec& shape = req.bench[req.timingShape];
+        const std::vector<HostTensor> inputs = generateInputs(shape, 1);
+        std::vector<DeviceBuffer> devInputs;
+        for (const auto& in : inputs) {
+            devInputs.emplace_back(m_device, in.bytes());
+            m_device.upload(devInputs.back().get(), in.data(), in.bytes());
+        }
+        std::vector<DeviceBuffer> devOutputs;
+        for (const auto& d : shape.outputs)
+            devOutputs.emplace_back(m_device, d.bytes());
+        KernelArgs args(shape, req.params, m_device.stream(), &m_device);
+        args.bind(shape.inputs, pointers(devInputs), shape.outputs, pointers(devOutputs));
+        const int rc = candidate.kernel->run(args.args());
+        m_device.synchronize();
+        m_request = nullptr;
+        return rc == 0 ? 0 : 1;
+    } catch (const EvalFailure& f) {
+        std::fprintf(stderr, "hone-worker --profile-once: %s\n", f.message.c_str());
+    } catch (const std::exception& e) {
+        std::fprintf(stderr, "hone-worker --profile-once: %s\n", e.what());
+    }
+    m_request = nullptr;
+    return 1;
+}
+
 nlohmann::json Evaluator::evaluate(const nlohmann::json& request)
 {
     m_id = requestId(request);
     m_stage = "request";
+    m_launches = nullptr;
+    m_referenceKey.clear();
     nlohmann::json result = core::protocol::makeMessage("result");
     result["id"] = m_id;
     nlohmann::json checks = nlohmann::json::array();
@@ -400,6 +582,7 @@ nlohmann::json Evaluator::evaluate(const nlohmann::json& request)
         if (req.wantCheck || req.wantTime) {
             progress("compile", "reference");
             build(m_host, req.reference, "reference", reference);
+            m_referenceKey = std::filesystem::path(reference.compile.objectPath).filename().string();
         }
         Built baseline;
         if (req.wantTime && req.baseline) {
@@ -408,6 +591,7 @@ nlohmann::json Evaluator::evaluate(const nlohmann::json& request)
         }
 
         if (req.wantCheck) {
+            const auto inUse = m_device.lockForUse();
             const size_t total = req.check.size() * req.seeds.size();
             size_t done = 0;
             for (const auto& shape : req.check) {
@@ -440,6 +624,7 @@ nlohmann::json Evaluator::evaluate(const nlohmann::json& request)
             progress("recheck", shape.label + " seed " + std::to_string(kRecheckSeed) + " after timing");
             CheckOutcome outcome;
             try {
+                const auto inUse = m_device.lockForUse();
                 outcome = checkOnce(shape, kRecheckSeed, *candidate.kernel, *reference.kernel);
             } catch (const EvalFailure& f) {
                 recordRunFailure(checks, shape.label, kRecheckSeed, true, f);
@@ -458,9 +643,26 @@ nlohmann::json Evaluator::evaluate(const nlohmann::json& request)
             } catch (const std::exception& e) {
                 ceilingsError = e.what();
             }
-            const core::Roofline roofline
-                = core::computeRoofline(shape.flops, shape.bytes, seconds, ceilings);
-            core::Diagnosis diagnosis = core::diagnose(roofline);
+            const core::Roofline roofline = core::computeRoofline(
+                shape.flops, shape.bytes, seconds, core::forComputeUnit(ceilings, shape.compute));
+            std::optional<core::OccupancyInfo> occupancy;
+            if (m_launches.is_object() && m_launches.contains("theoretical")) {
+                occupancy = core::OccupancyInfo { m_launches["theoretical"].get<double>(),
+                    m_launches.value("limiter", std::string()) };
+                result["occupancy"] = m_launches;
+            } else if (!m_launches.is_null()) {
+                result["occupancy"] = m_launches;
+            }
+            core::Diagnosis diagnosis = core::diagnose(roofline, occupancy);
+            if (req.wantProfile) {
+                progress("profile", "Nsight Compute on one call of the candidate");
+                nlohmann::json prof = m_device.profile(request);
+                if (prof.is_null())
+                    prof = { { "error", "the " + m_device.kind() + " backend has no profiler stage" } };
+                if (const std::string ev = ncuEvidence(prof); !ev.empty())
+                    diagnosis.evidence += ". " + ev;
+                result["profile"] = prof;
+            }
             if (!ceilingsError.empty())
                 diagnosis.evidence += " (ceilings unavailable: " + ceilingsError + ")";
             result["roofline"] = core::toJson(roofline);

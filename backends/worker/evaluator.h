@@ -7,6 +7,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <filesystem>
 #include <memory>
 #include <string>
 
@@ -20,8 +21,21 @@ public:
     /// reference (the CPU; the same object when the device is the CPU).
     Evaluator(DeviceBackend& device, DeviceBackend& host, ProtocolChannel& channel);
 
+    /// Reference outputs of large shapes are kept under `dir`/ref, keyed by (reference, shape,
+    /// params, seed), so that bench-sized references run once per problem, not per candidate.
+    void setReferenceCache(std::filesystem::path dir) { m_refCache = std::move(dir); }
+
     /// Never throws: every failure becomes a `result` with status "failed".
     nlohmann::json evaluate(const nlohmann::json& request);
+
+    /// A `dump` request: writes the timing inputs of the bench shape (the exact bytes a timed
+    /// candidate sees), the reference's outputs for them and a manifest.json to request.dir,
+    /// so that other implementations (PyTorch) can be checked and timed on the same data.
+    nlohmann::json dump(const nlohmann::json& request);
+
+    /// `hone-worker --profile-once`: builds the candidate of an eval request and calls it once
+    /// on the timing inputs, for a profiler that watches this process. Returns an exit code.
+    int runOnce(const nlohmann::json& request);
 
 private:
     struct Built {
@@ -37,12 +51,19 @@ private:
     nlohmann::json timeCandidate(
         const ShapeSpec& shape, LoadedKernel& candidate, LoadedKernel* baseline, double* medianSeconds);
 
+    std::filesystem::path referenceCachePath(const ShapeSpec& shape, uint64_t seed) const;
+    bool loadTensors(const std::filesystem::path& path, std::vector<HostTensor>& tensors) const;
+    void storeTensors(const std::filesystem::path& path, const std::vector<HostTensor>& tensors) const;
+
     DeviceBackend& m_device;
     DeviceBackend& m_host;
     ProtocolChannel& m_channel;
     const EvalRequest* m_request = nullptr;
     std::string m_id;
     std::string m_stage;
+    std::filesystem::path m_refCache;
+    std::string m_referenceKey; // hash of the reference build, for the output cache
+    nlohmann::json m_launches; // the candidate's launch profile from the timing stage
 };
 
 } // namespace hone::backends

@@ -4,6 +4,9 @@
 #include "channel.h"
 #include "compiler.h"
 #include "cpu_backend.h"
+#ifdef HONE_WITH_CUDA
+#include "cuda_backend.h"
+#endif
 #include "evaluator.h"
 
 #include "core/protocol.h"
@@ -47,7 +50,15 @@ public:
         , m_compiler(cacheDir, compiler)
         , m_cpu(cacheDir, m_compiler)
         , m_evaluator(m_cpu, m_cpu, channel)
+#ifdef HONE_WITH_CUDA
+        , m_cuda(cacheDir)
+        , m_cudaEvaluator(m_cuda, m_cpu, channel)
+#endif
     {
+        m_evaluator.setReferenceCache(cacheDir);
+#ifdef HONE_WITH_CUDA
+        m_cudaEvaluator.setReferenceCache(cacheDir);
+#endif
     }
 
     void serve()
@@ -101,15 +112,45 @@ private:
             else if (kind == "calibrate")
                 m_channel.send(calibrate(id, request));
             else if (kind == "eval")
-                m_channel.send(m_evaluator.evaluate(request));
+                return evaluate(request);
+            else if (kind == "dump")
+                m_channel.send(m_evaluator.dump(request));
             else if (kind == "shutdown")
                 return false;
             else
                 refuse(
-                    id, "unknown request type '" + kind + "'; expected hello, calibrate, eval or shutdown");
+                    id, "unknown request type '" + kind + "'; expected hello, calibrate, eval, dump or shutdown");
         } catch (const std::exception& e) {
             refuse(id, std::string("worker error serving '") + kind + "': " + e.what());
         }
+        m_channel.clearContext();
+        return true;
+    }
+
+    /// Routes by the candidate's language; false (exit) when a GPU fault lost the context.
+    bool evaluate(const nlohmann::json& request)
+    {
+        std::string lang;
+        if (auto c = request.find("candidate"); c != request.end() && c->is_object())
+            if (auto l = c->find("lang"); l != c->end() && l->is_string())
+                lang = l->get<std::string>();
+        if (lang == "cuda") {
+#ifdef HONE_WITH_CUDA
+            nlohmann::json result = m_cudaEvaluator.evaluate(request);
+            const bool lost = m_cuda.deviceLost();
+            if (lost)
+                result["device_lost"] = true;
+            m_channel.send(result);
+            m_channel.clearContext();
+            return !lost;
+#else
+            refuse(backends::requestId(request),
+                "this hone-worker was built without the CUDA backend; rebuild it where the CUDA toolkit is "
+                "installed");
+            return true;
+#endif
+        }
+        m_channel.send(m_evaluator.evaluate(request));
         m_channel.clearContext();
         return true;
     }
@@ -127,6 +168,14 @@ private:
         msg["version"] = HONE_WORKER_VERSION;
         msg["devices"] = m_cpu.devices();
         msg["backends"] = { { "cpu", true }, { "cuda", false }, { "hip", false } };
+#ifdef HONE_WITH_CUDA
+        for (const auto& d : m_cuda.devices())
+            msg["devices"].push_back(d);
+        msg["backends"]["cuda"] = m_cuda.available();
+        if (!m_cuda.available())
+            msg["cuda_unavailable"] = m_cuda.unavailableReason();
+        msg["nvcc"] = m_cuda.compilerVersion();
+#endif
         msg["compiler"] = m_compiler.versionLine();
         return msg;
     }
@@ -137,13 +186,28 @@ private:
         const bool forced = force != request.end() && force->is_boolean() && force->get<bool>();
         m_channel.progress(id, "calibrate",
             forced ? "measuring copy bandwidth and FMA peak" : "reading cached ceilings or measuring them");
+        std::string which = "cpu";
+        if (auto k = request.find("kind"); k != request.end() && k->is_string())
+            which = k->get<std::string>();
+        backends::DeviceBackend* device = &m_cpu;
+#ifdef HONE_WITH_CUDA
+        if (which == "cuda")
+            device = &m_cuda;
+#endif
+        if (device->kind() != which)
+            return core::protocol::makeFailure(id, FailureKind::WorkerError, "calibrate",
+                "this hone-worker has no '" + which + "' backend; expected kind cpu"
+#ifdef HONE_WITH_CUDA
+                    " or cuda"
+#endif
+            );
         try {
             bool cached = false;
-            const core::Ceilings c = m_cpu.ceilings(forced, &cached);
+            const core::Ceilings c = device->ceilings(forced, &cached);
             nlohmann::json msg = core::protocol::makeMessage("ceilings");
             msg["id"] = id;
             msg.update(core::toJson(c));
-            msg["kind"] = m_cpu.kind();
+            msg["kind"] = device->kind();
             msg["cached"] = cached;
             return msg;
         } catch (const std::exception& e) {
@@ -155,13 +219,42 @@ private:
     backends::HostCompiler m_compiler;
     backends::CpuBackend m_cpu;
     backends::Evaluator m_evaluator;
+#ifdef HONE_WITH_CUDA
+    backends::CudaBackend m_cuda;
+    backends::Evaluator m_cudaEvaluator;
+#endif
 };
+
+#ifdef HONE_WITH_CUDA
+int runProfileOnce(const std::string& requestFile, const std::filesystem::path& cacheDir)
+{
+    const nlohmann::json request = nlohmann::json::parse(backends::readFile(requestFile), nullptr, false);
+    if (request.is_discarded()) {
+        std::fprintf(stderr, "hone-worker: %s is not a JSON eval request\n", requestFile.c_str());
+        return 2;
+    }
+    // Nothing here speaks the protocol: the channel writes to stderr, away from ncu's table.
+    backends::ProtocolChannel channel = backends::ProtocolChannel::toStderr();
+    backends::HostCompiler compiler(cacheDir, "c++");
+    backends::CpuBackend cpu(cacheDir, compiler);
+    backends::CudaBackend cuda(cacheDir);
+    backends::Evaluator evaluator(cuda, cpu, channel);
+    return evaluator.runOnce(request);
+}
+#else
+int runProfileOnce(const std::string&, const std::filesystem::path&)
+{
+    std::fprintf(stderr, "hone-worker: --profile-once needs the CUDA backend, which this build lacks\n");
+    return 2;
+}
+#endif
 
 } // namespace
 
 int main(int argc, char** argv)
 {
     bool stdio = false;
+    std::string profileOnce; // hone-worker --profile-once REQUEST.json: run under a profiler
     std::filesystem::path cacheDir;
     for (int i = 1; i < argc; ++i) {
         const std::string arg = argv[i];
@@ -173,7 +266,9 @@ int main(int argc, char** argv)
             std::fputs(kUsage, stdout);
             return 0;
         }
-        if (arg == "--stdio") {
+        if (arg == "--profile-once" && i + 1 < argc) {
+            profileOnce = argv[++i];
+        } else if (arg == "--stdio") {
             stdio = true;
         } else if (arg == "--cache-dir" && i + 1 < argc && argv[i + 1][0] != '\0') {
             cacheDir = argv[++i];
@@ -184,6 +279,11 @@ int main(int argc, char** argv)
                 arg == "--cache-dir" ? "missing directory after" : "unknown argument", arg.c_str(), kUsage);
             return 2;
         }
+    }
+    if (!profileOnce.empty()) {
+        if (cacheDir.empty())
+            cacheDir = defaultCacheDir();
+        return runProfileOnce(profileOnce, std::filesystem::absolute(cacheDir));
     }
     if (!stdio) {
         std::fprintf(stderr, "hone-worker: --stdio is required (the only transport)\n%s", kUsage);

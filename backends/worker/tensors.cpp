@@ -5,7 +5,10 @@
 #include <cstdlib>
 #include <cstring>
 #include <limits>
+#include <functional>
 #include <new>
+#include <thread>
+#include <vector>
 
 namespace hone::backends {
 namespace {
@@ -305,11 +308,70 @@ uint64_t HostTensor::checksum() const
     return fnv1a(m_data.get(), m_bytes);
 }
 
+namespace {
+
+/// Counter-based draws: element i's value depends only on (stream key, i), so any chunk of a
+/// tensor can be generated on its own thread and the result never depends on the split.
+uint64_t hashAt(uint64_t key, uint64_t i)
+{
+    uint64_t s = key ^ (i * 0x9E3779B97F4A7C15ull);
+    return splitmix64(s);
+}
+
+double uniformAt(uint64_t key, uint64_t i)
+{
+    return static_cast<double>(hashAt(key, i) >> 11) * 0x1.0p-53;
+}
+
+double normalAt(uint64_t key, uint64_t i)
+{
+    // Box-Muller on two independent counter draws; u1 in (0, 1].
+    const double u1 = 1.0 - uniformAt(key, 2 * i);
+    const double u2 = uniformAt(key, 2 * i + 1);
+    return std::sqrt(-2.0 * std::log(u1)) * std::cos(2.0 * 3.14159265358979323846 * u2);
+}
+
+__extension__ typedef unsigned __int128 Wide;
+
+int64_t belowAt(uint64_t key, uint64_t i, int64_t n)
+{
+    if (n <= 1)
+        return 0;
+    // 128-bit multiply-shift: bias below 2^-64 * n, far under anything a check can see.
+    const Wide wide = static_cast<Wide>(hashAt(key, i)) * static_cast<uint64_t>(n);
+    return static_cast<int64_t>(wide >> 64);
+}
+
+/// Runs body(begin, end) over [0, n) on up to 16 threads when n is large.
+void parallelFor(size_t n, const std::function<void(size_t, size_t)>& body)
+{
+    constexpr size_t kSerial = size_t(1) << 20;
+    const size_t threads
+        = n < kSerial ? 1 : std::min<size_t>(16, std::max(1u, std::thread::hardware_concurrency()));
+    if (threads <= 1) {
+        body(0, n);
+        return;
+    }
+    std::vector<std::thread> pool;
+    const size_t chunk = (n + threads - 1) / threads;
+    for (size_t t = 0; t < threads; ++t) {
+        const size_t b = t * chunk;
+        const size_t e = std::min(n, b + chunk);
+        if (b < e)
+            pool.emplace_back(body, b, e);
+    }
+    for (auto& th : pool)
+        th.join();
+}
+
+} // namespace
+
 void HostTensor::fill(uint64_t seed, const std::string& shapeLabel, size_t tensorIndex)
 {
     uint64_t mix
         = seed ^ fnv1a(shapeLabel.data(), shapeLabel.size()) ^ (0xD1B54A32D192ED03ull * (tensorIndex + 1));
-    Rng rng(splitmix64(mix));
+    const uint64_t key = splitmix64(mix);
+    Rng rng(key);
     const nlohmann::json& init = m_desc.init;
     std::string dist = "normal";
     if (init.is_object() && init.contains("dist")) {
@@ -317,10 +379,17 @@ void HostTensor::fill(uint64_t seed, const std::string& shapeLabel, size_t tenso
             throw RequestError("input '" + m_desc.name + "': init 'dist' is not a string");
         dist = init["dist"].get<std::string>();
     }
+    bool sorted = false;
+    if (init.is_object() && init.contains("sorted")) {
+        if (!init["sorted"].is_boolean())
+            throw RequestError("input '" + m_desc.name + "': init 'sorted' is not true or false");
+        sorted = init["sorted"].get<bool>();
+    }
     const bool floating = isFloat(m_desc.dtype);
     unsigned char* p = m_data.get();
-    auto store = [&](size_t i, double v) {
-        switch (m_desc.dtype) {
+    const hone_dtype dtype = m_desc.dtype;
+    auto store = [p, dtype](size_t i, double v) {
+        switch (dtype) {
         case HONE_F32: {
             const float f = static_cast<float>(v);
             std::memcpy(p + 4 * i, &f, 4);
@@ -355,36 +424,36 @@ void HostTensor::fill(uint64_t seed, const std::string& shapeLabel, size_t tenso
         }
     };
     const std::string who = "input '" + m_desc.name + "': ";
+    const size_t n = m_numel;
     try {
+        if (sorted && (!floating || m_desc.shape.size() != 1 || (dist != "normal" && dist != "uniform")))
+            throw RequestError("init 'sorted' needs a rank-1 float tensor drawn from normal or uniform");
+        std::function<double(size_t)> draw;
         if (dist == "normal") {
             const double mean = number(init, "mean", 0.0);
             const double stddev = number(init, "std", 1.0);
-            for (size_t i = 0; i < m_numel; ++i)
-                store(i, mean + stddev * rng.normal());
+            draw = [=](size_t i) { return mean + stddev * normalAt(key, i); };
         } else if (dist == "uniform") {
             const double low = number(init, "low", 0.0);
             const double high = number(init, "high", 1.0);
             if (high < low)
                 throw RequestError("init 'uniform' has high < low");
             if (floating) {
-                for (size_t i = 0; i < m_numel; ++i)
-                    store(i, low + (high - low) * rng.uniform01());
+                draw = [=](size_t i) { return low + (high - low) * uniformAt(key, i); };
             } else {
                 // Integers: every value of [low, high], both ends included.
                 const auto lo = static_cast<int64_t>(std::ceil(low));
                 const auto span = static_cast<int64_t>(std::floor(high)) - lo + 1;
                 if (span <= 0)
                     throw RequestError("init 'uniform' holds no integer");
-                for (size_t i = 0; i < m_numel; ++i)
-                    store(i, static_cast<double>(lo + rng.below(span)));
+                draw = [=](size_t i) { return static_cast<double>(lo + belowAt(key, i, span)); };
             }
         } else if (dist == "randint") {
             const auto lo = static_cast<int64_t>(number(init, "low", 0.0));
             const auto hi = static_cast<int64_t>(required(init, "high", dist));
             if (hi <= lo)
                 throw RequestError("init 'randint' needs high > low (high is exclusive)");
-            for (size_t i = 0; i < m_numel; ++i)
-                store(i, static_cast<double>(lo + rng.below(hi - lo)));
+            draw = [=](size_t i) { return static_cast<double>(lo + belowAt(key, i, hi - lo)); };
         } else if (dist == "offsets") {
             if (floating || m_desc.shape.size() != 1)
                 throw RequestError("init 'offsets' needs a rank-1 integer tensor");
@@ -392,18 +461,34 @@ void HostTensor::fill(uint64_t seed, const std::string& shapeLabel, size_t tenso
             if (total < 0)
                 throw RequestError("init 'offsets' needs total >= 0");
             // Sorted, first 0, last `total`: random cut points give random segment lengths.
-            std::vector<int64_t> cuts(m_numel, 0);
-            if (m_numel >= 2) {
-                cuts[m_numel - 1] = total;
-                for (size_t i = 1; i + 1 < m_numel; ++i)
+            std::vector<int64_t> cuts(n, 0);
+            if (n >= 2) {
+                cuts[n - 1] = total;
+                for (size_t i = 1; i + 1 < n; ++i)
                     cuts[i] = rng.below(total + 1);
                 std::sort(cuts.begin() + 1, cuts.end() - 1);
             }
-            for (size_t i = 0; i < m_numel; ++i)
+            for (size_t i = 0; i < n; ++i)
                 store(i, static_cast<double>(cuts[i]));
+            return;
         } else {
             throw RequestError(
                 "unknown init dist '" + dist + "'; expected normal, uniform, randint or offsets");
+        }
+        if (sorted) {
+            std::vector<double> values(n);
+            parallelFor(n, [&](size_t b, size_t e) {
+                for (size_t i = b; i < e; ++i)
+                    values[i] = draw(i);
+            });
+            std::sort(values.begin(), values.end());
+            for (size_t i = 0; i < n; ++i)
+                store(i, values[i]);
+        } else {
+            parallelFor(n, [&](size_t b, size_t e) {
+                for (size_t i = b; i < e; ++i)
+                    store(i, draw(i));
+            });
         }
     } catch (const RequestError& e) {
         throw RequestError(who + e.what());

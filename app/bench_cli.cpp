@@ -1,0 +1,398 @@
+#include "app/bench_cli.h"
+
+#include "app/cli_common.h"
+#include "backends/worker_process.h"
+#include "core/engine.h"
+#include "core/problem_spec.h"
+#include "core/protocol.h"
+#include "core/store.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <ctime>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <map>
+#include <optional>
+#include <sstream>
+
+#ifndef HONE_SOURCE_DIR
+#define HONE_SOURCE_DIR ""
+#endif
+
+namespace hone::app {
+namespace fs = std::filesystem;
+namespace {
+
+std::string shellQuote(const std::string& s)
+{
+    std::string out = "'";
+    for (char c : s) {
+        if (c == '\'')
+            out += "'\\''";
+        else
+            out += c;
+    }
+    return out + "'";
+}
+
+/// Runs a shell command and returns its stdout; `status` gets the exit status.
+std::string capture(const std::string& command, int& status)
+{
+    std::string out;
+    FILE* p = ::popen(command.c_str(), "r");
+    if (!p) {
+        status = -1;
+        return out;
+    }
+    char buf[4096];
+    size_t n;
+    while ((n = std::fread(buf, 1, sizeof buf, p)) > 0)
+        out.append(buf, n);
+    const int rc = ::pclose(p);
+    status = WIFEXITED(rc) ? WEXITSTATUS(rc) : -1;
+    return out;
+}
+
+std::string torchScript()
+{
+    std::vector<fs::path> candidates;
+    if (const char* r = std::getenv("HONE_RESOURCES"); r && *r)
+        candidates.push_back(fs::path(r) / "bench" / "torch_bench.py");
+    std::error_code ec;
+    const fs::path exe = fs::read_symlink("/proc/self/exe", ec);
+    if (!ec)
+        candidates.push_back(exe.parent_path().parent_path() / "share" / "hone" / "bench" / "torch_bench.py");
+    if (*HONE_SOURCE_DIR)
+        candidates.push_back(fs::path(HONE_SOURCE_DIR) / "resources" / "bench" / "torch_bench.py");
+    for (const auto& c : candidates)
+        if (fs::exists(c, ec))
+            return c.string();
+    return {};
+}
+
+std::string shapeText(const core::ProblemSpec& spec)
+{
+    if (spec.benchShapes.empty())
+        return "?";
+    nlohmann::json s = core::resolveShape(spec, spec.benchShapes[0], "bench[0]");
+    std::string out;
+    for (const auto& [k, v] : s["symbols"].items()) {
+        out += (out.empty() ? "" : " ") + k + "=";
+        const double d = v.get<double>();
+        out += d == std::floor(d) ? std::to_string(static_cast<long long>(d)) : std::to_string(d);
+    }
+    return out;
+}
+
+std::string fmtX(double v)
+{
+    if (!(v > 0))
+        return "—";
+    char b[32];
+    std::snprintf(b, sizeof b, "%.2fx", v);
+    return b;
+}
+
+std::string fmtPct(double v)
+{
+    char b[32];
+    std::snprintf(b, sizeof b, "%.0f%%", 100 * v);
+    return b;
+}
+
+std::string stamp()
+{
+    const std::time_t t = std::time(nullptr);
+    char b[32];
+    std::strftime(b, sizeof b, "%Y%m%d-%H%M%S", std::localtime(&t));
+    return b;
+}
+
+} // namespace
+
+CLI::App* addBenchCommand(CLI::App& app, BenchOptions& o)
+{
+    auto* bench = app.add_subcommand("bench", "search every problem of SUITE and tabulate the best kernels against the seeds (and PyTorch)");
+    bench->add_option("suite", o.suite, "a folder of problem folders (resources/problems/ads), or one problem")
+        ->required()
+        ->check(CLI::ExistingDirectory);
+    bench->add_option("--target", o.target, "device kind: cpu, cuda, or auto (each problem's baseline kind)")
+        ->check(CLI::IsMember({ "auto", "cpu", "cuda" }));
+    bench->add_option("--budget", o.budget, "evaluations per problem")->check(CLI::Range(1, 1000000));
+    bench->add_option("--workers", o.workers, "parallel evaluations")->check(CLI::Range(1, 256));
+    bench->add_option("--seed", o.seed, "random seed of every search");
+    bench->add_option("--only", o.only, "problem names to run (repeatable)");
+    bench->add_option("--out", o.outDir, "where the JSON and Markdown tables go (default bench-results/SUITE-TIME)");
+    bench->add_flag("!--no-torch", o.torch, "skip the PyTorch eager / torch.compile comparison");
+    bench->add_flag("!--no-profile", o.profile, "skip the Nsight Compute profile of each best kernel");
+    bench->add_option("--torch-samples", o.torchSamples, "timing samples for PyTorch")->check(CLI::Range(20, 10000));
+    return bench;
+}
+
+int runBench(const BenchOptions& o, const std::string& storePath, const ExecutorFactory& makeExecutor)
+{
+    // The problems: SUITE itself, or its sub-folders that hold a problem.toml, by name.
+    std::vector<fs::path> dirs;
+    if (fs::exists(fs::path(o.suite) / "problem.toml")) {
+        dirs.push_back(o.suite);
+    } else {
+        for (const auto& e : fs::directory_iterator(o.suite))
+            if (e.is_directory() && fs::exists(e.path() / "problem.toml"))
+                dirs.push_back(e.path());
+        std::sort(dirs.begin(), dirs.end());
+    }
+    if (dirs.empty())
+        throw std::runtime_error(o.suite + " holds no problem folder (a folder with problem.toml); pass a suite such as resources/problems/ads");
+    const std::string suiteName = fs::path(o.suite).lexically_normal().filename().string().empty()
+        ? fs::path(o.suite).lexically_normal().parent_path().filename().string()
+        : fs::path(o.suite).lexically_normal().filename().string();
+    const fs::path out = o.outDir.empty() ? fs::path("bench-results") / (suiteName + "-" + stamp()) : fs::path(o.outDir);
+    fs::create_directories(out);
+
+    // PyTorch is optional: asked once, and every problem says what happened to its comparison.
+    std::string torchWhy;
+    std::string script = o.torch ? torchScript() : std::string();
+    bool torch = false;
+    if (!o.torch) {
+        torchWhy = "skipped (--no-torch)";
+    } else if (script.empty()) {
+        torchWhy = "torch_bench.py not found (set HONE_RESOURCES to the resources folder)";
+    } else {
+        int st = 0;
+        const std::string v = capture("python3 -c 'import torch,sys; print(torch.__version__); "
+                                      "sys.exit(0 if torch.cuda.is_available() else 3)' 2>/dev/null",
+            st);
+        torch = st == 0;
+        torchWhy = st == 0 ? "torch " + v.substr(0, v.find('\n'))
+            : st == 3     ? "torch " + v.substr(0, v.find('\n')) + " sees no GPU"
+                          : "python3 cannot import torch";
+    }
+    std::fprintf(stderr, "bench %s: %zu problems, budget %d, %d workers; PyTorch: %s\n", o.suite.c_str(), dirs.size(),
+        o.budget, o.workers, torchWhy.c_str());
+
+    core::Store store(storePath);
+    nlohmann::json rows = nlohmann::json::array();
+    std::string device;
+    // Rewritten after every problem, so a run cut short still leaves its table.
+    auto writeTables = [&](bool final) {
+    // Geometric means over the problems that have the number.
+    auto geomean = [&](const char* key) {
+        double logSum = 0;
+        int n = 0;
+        for (const auto& row : rows)
+            if (row.contains(key) && row[key].get<double>() > 0) {
+                logSum += std::log(row[key].get<double>());
+                ++n;
+            }
+        return n ? std::exp(logSum / n) : 0.0;
+    };
+    nlohmann::json summary = { { "suite", o.suite }, { "device", device }, { "budget", o.budget },
+        { "workers", o.workers }, { "seed", o.seed }, { "torch", torchWhy }, { "geomean_speedup", geomean("speedup") },
+        { "geomean_vs_eager", geomean("vs_eager") }, { "geomean_vs_compile", geomean("vs_compile") }, { "rows", rows } };
+    {
+        std::ofstream j(out / "bench.json");
+        j << summary.dump(2) << "\n";
+    }
+
+    std::ostringstream md;
+    md << "# hone bench " << o.suite << "\n\n"
+       << "Device: " << device << ". Budget " << o.budget << " evaluations per problem, " << o.workers
+       << " workers, seed " << o.seed << ". PyTorch: " << torchWhy << ".\n\n"
+       << "| problem | shape | seed | best | speedup | % BW | % compute | bound | eager | compile | vs eager | vs compile |\n"
+       << "|---|---|---|---|---|---|---|---|---|---|---|---|\n";
+    for (const auto& row : rows) {
+        if (row.contains("skipped") || row.contains("error")) {
+            md << "| " << row["problem"].get<std::string>() << " | " << row["shape"].get<std::string>() << " | "
+               << (row.contains("skipped") ? "skipped: " + row["skipped"].get<std::string>()
+                                           : "failed: " + row["error"].get<std::string>())
+               << " |||||||||||\n";
+            continue;
+        }
+        auto torchTime = [&](const char* v) -> std::string {
+            if (!row.contains("torch") || !row["torch"].contains(v))
+                return "—";
+            const auto& t = row["torch"][v];
+            if (!t.value("ok", false))
+                return "failed";
+            return formatNs(t["median_ns"].get<double>());
+        };
+        md << "| " << row["problem"].get<std::string>() << " | " << row["shape"].get<std::string>() << " | "
+           << formatNs(row["seed_median_ns"].get<double>()) << " | " << formatNs(row["best_median_ns"].get<double>())
+           << " | " << fmtX(row["speedup"].get<double>()) << " | " << fmtPct(row["frac_bandwidth"].get<double>())
+           << " | " << fmtPct(row["frac_compute"].get<double>()) << " | " << row["bound"].get<std::string>() << " | "
+           << torchTime("eager") << " | " << torchTime("compile") << " | "
+           << fmtX(row.value("vs_eager", 0.0)) << " | " << fmtX(row.value("vs_compile", 0.0)) << " |\n";
+    }
+    md << "\nGeometric mean: " << fmtX(summary["geomean_speedup"].get<double>()) << " over the seeds";
+    if (summary["geomean_vs_compile"].get<double>() > 0)
+        md << ", " << fmtX(summary["geomean_vs_eager"].get<double>()) << " over PyTorch eager, "
+           << fmtX(summary["geomean_vs_compile"].get<double>()) << " over torch.compile";
+    md << ".\n";
+    {
+        std::ofstream m(out / "bench.md");
+        m << md.str();
+    }
+    if (final)
+        std::cout << md.str() << "\nwritten: " << (out / "bench.json").string() << ", " << (out / "bench.md").string() << "\n";
+    };
+    for (const auto& dir : dirs) {
+        core::ProblemSpec spec;
+        try {
+            spec = core::loadProblem(dir);
+        } catch (const std::exception& e) {
+            rows.push_back({ { "problem", dir.filename().string() }, { "shape", "?" }, { "error", e.what() } });
+            std::fprintf(stderr, "  %-20s bad problem: %s\n", dir.filename().string().c_str(), e.what());
+            continue;
+        }
+        if (!o.only.empty() && std::find(o.only.begin(), o.only.end(), spec.name) == o.only.end())
+            continue;
+        nlohmann::json row = { { "problem", spec.name }, { "family", spec.family }, { "shape", shapeText(spec) } };
+        std::string target;
+        try {
+            target = core::resolveTarget(spec, o.target);
+        } catch (const std::exception& e) {
+            row["skipped"] = e.what();
+            rows.push_back(row);
+            std::fprintf(stderr, "  %-20s skipped: %s\n", spec.name.c_str(), e.what());
+            continue;
+        }
+        std::fprintf(stderr, "  %-20s searching (%s, budget %d)...\n", spec.name.c_str(), target.c_str(), o.budget);
+        auto exec = makeExecutor(o.workers, target);
+        core::Engine engine(store, *exec);
+        core::RunOptions ro;
+        ro.problemDir = dir;
+        ro.target = target;
+        ro.budget = o.budget;
+        ro.workers = o.workers;
+        ro.seed = o.seed;
+        core::Report r;
+        try {
+            r = engine.run(ro, nullptr);
+        } catch (const std::exception& e) {
+            row["error"] = e.what();
+            rows.push_back(row);
+            std::fprintf(stderr, "  %-20s failed: %s\n", spec.name.c_str(), e.what());
+            continue;
+        }
+        device = r.device;
+        const auto& p = r.progress;
+        row.update({ { "session", p.session }, { "target", target }, { "device", r.device },
+            { "evaluations", p.evaluations }, { "failures", p.failures }, { "elapsed_s", p.elapsedSeconds },
+            { "evaluations_per_minute", p.evaluationsPerMinute }, { "baseline", spec.baseline },
+            { "seed_median_ns", r.baselineMedianNs }, { "best_median_ns", r.bestMedianNs },
+            { "speedup", r.bestSpeedup }, { "frac_bandwidth", r.fracBandwidth }, { "frac_compute", r.fracCompute },
+            { "bound", r.bound }, { "evidence", r.evidence }, { "best_source", r.bestSource },
+            { "best_knobs", core::knobsToString(r.bestKnobs) }, { "stop_reason", r.stopReason } });
+        // Best per seed source, so that hand-written kernels can be compared with library seeds.
+        std::map<std::string, std::string> sourceName;
+        std::map<int64_t, std::string> nodeSource;
+        for (const auto& n : store.nodes(p.session)) {
+            if (n.sourceHash.empty())
+                continue;
+            if (!sourceName.count(n.sourceHash))
+                if (auto s = store.source(n.sourceHash))
+                    sourceName[n.sourceHash] = s->name;
+            nodeSource[n.id] = sourceName[n.sourceHash];
+        }
+        nlohmann::json perSource = nlohmann::json::object();
+        for (const auto& e : store.evaluations(p.session)) {
+            if (e.status != "ok" || !(e.medianNs > 0))
+                continue;
+            const std::string& src = nodeSource[e.nodeId];
+            if (!perSource.contains(src) || perSource[src]["median_ns"].get<double>() > e.medianNs)
+                perSource[src] = { { "node", e.nodeId }, { "median_ns", e.medianNs }, { "speedup", e.speedup } };
+        }
+        row["best_per_source"] = perSource;
+
+        if (o.profile && r.best && target == "cuda") {
+            // The best kernel once more, with the profiler stage: why it stops where it does.
+            std::optional<core::NodeRecord> node;
+            for (auto& n : store.nodes(p.session))
+                if (n.id == *r.best)
+                    node = n;
+            const auto src = node ? store.source(node->sourceHash) : std::nullopt;
+            const core::Seed* base = spec.baselineSeed();
+            if (src && base) {
+                nlohmann::json req = core::protocol::makeMessage("eval");
+                req["id"] = "profile-" + spec.name;
+                req["problem"] = core::resolveProblem(spec);
+                req["candidate"] = { { "name", src->name }, { "lang", src->lang }, { "source", src->text },
+                    { "knobs", node->knobs }, { "flags", node->flags } };
+                req["stages"] = { "compile", "check", "time", "profile" };
+                req["config"] = { { "seeds", { 1, 2, 3 } }, { "samples", 20 }, { "warmup", 3 }, { "timing_shape", 0 } };
+                backends::WorkerLimits limits;
+                limits.stageSeconds = 900;
+                limits.memoryMiB = 65536;
+                limits.addressSpaceLimit = false;
+                const nlohmann::json res = backends::runWorker(exec->command(), req, limits);
+                row["profile"] = res.contains("profile") ? res["profile"]
+                                                         : nlohmann::json { { "error", res.value("status", std::string("?")) + ": "
+                                                                                 + (res.contains("failure") ? res["failure"].dump() : std::string()) } };
+                if (res.contains("diagnosis"))
+                    row["profiled_evidence"] = res["diagnosis"].value("evidence", std::string());
+            }
+        }
+
+        if (torch && r.best) {
+            const fs::path data = out / (spec.name + "-data");
+            nlohmann::json req = core::protocol::makeMessage("dump");
+            req["id"] = "dump-" + spec.name;
+            req["problem"] = core::resolveProblem(spec);
+            req["dir"] = fs::absolute(data).string();
+            req["config"] = { { "timing_shape", 0 } };
+            backends::WorkerLimits limits;
+            limits.stageSeconds = 1800;
+            limits.memoryMiB = 65536;
+            limits.addressSpaceLimit = false;
+            const nlohmann::json dumped = backends::runWorker(exec->command(), req, limits);
+            if (dumped.value("type", std::string()) != "dumped") {
+                row["torch"] = { { "error", "the worker could not dump the inputs: " + dumped.dump().substr(0, 400) } };
+            } else {
+                const fs::path module = dir / "torch_ref.py";
+                if (!fs::exists(module)) {
+                    row["torch"] = { { "error", "the problem has no torch_ref.py" } };
+                } else {
+                    int st = 0;
+                    const std::string cmd = "python3 " + shellQuote(script) + " --manifest "
+                        + shellQuote(dumped.value("manifest", std::string())) + " --module "
+                        + shellQuote(fs::absolute(module).string()) + " --samples " + std::to_string(o.torchSamples)
+                        + " 2>" + shellQuote((out / (spec.name + "-torch.log")).string());
+                    const std::string text = capture(cmd, st);
+                    const std::string last = text.substr(text.rfind('{') == std::string::npos ? 0 : text.rfind("\n{") + 1);
+                    nlohmann::json t = nlohmann::json::parse(last, nullptr, false);
+                    if (t.is_discarded())
+                        t = { { "error", "torch_bench.py printed no JSON (exit " + std::to_string(st) + "); see "
+                                      + (out / (spec.name + "-torch.log")).string() } };
+                    row["torch"] = t;
+                    for (const char* v : { "eager", "compile" }) {
+                        if (t.contains(v) && t[v].value("ok", false) && t[v].contains("median_ns") && r.bestMedianNs > 0)
+                            row[std::string("vs_") + v] = t[v]["median_ns"].get<double>() / r.bestMedianNs;
+                    }
+                }
+            }
+            std::error_code ec;
+            fs::remove_all(data, ec); // bench inputs run to gigabytes
+        } else if (!torch) {
+            row["torch"] = { { "skipped", torchWhy } };
+        }
+        std::fprintf(stderr, "  %-20s %s -> %s (%s), %s of bandwidth, %s\n", spec.name.c_str(),
+            formatNs(r.baselineMedianNs).c_str(), formatNs(r.bestMedianNs).c_str(), fmtX(r.bestSpeedup).c_str(),
+            fmtPct(r.fracBandwidth).c_str(), r.bound.c_str());
+        rows.push_back(row);
+        writeTables(false);
+    }
+
+    writeTables(true);
+    for (const auto& row : rows)
+        if (row.contains("error"))
+            return 3;
+    return 0;
+}
+
+} // namespace hone::app

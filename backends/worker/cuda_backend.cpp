@@ -1,0 +1,888 @@
+#include "cuda_backend.h"
+
+#include "calibration.h"
+#include "core/knobs.h"
+#include "core/sha256.h"
+#include "cuda_driver.h"
+#include "hone_embedded.h"
+#include "ncu_profile.h"
+#include "process.h"
+
+#include <cxxabi.h>
+#include <dlfcn.h>
+#include <fcntl.h>
+#include <sys/file.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cctype>
+#include <cerrno>
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <new>
+#include <regex>
+#include <sstream>
+#include <stdexcept>
+
+namespace hone::backends {
+namespace fs = std::filesystem;
+using cuda::Driver;
+
+namespace {
+
+using RunFn = int (*)(const hone_args*);
+
+class CudaKernel final : public LoadedKernel {
+public:
+    explicit CudaKernel(RunFn fn)
+        : m_fn(fn)
+    {
+    }
+    int run(const hone_args& args) override { return m_fn(&args); }
+
+private:
+    RunFn m_fn;
+};
+
+class FlockGuard final : public TimingLock {
+public:
+    explicit FlockGuard(int fd)
+        : m_fd(fd)
+    {
+    }
+    ~FlockGuard() override
+    {
+        ::flock(m_fd, LOCK_UN);
+        ::close(m_fd);
+    }
+
+private:
+    int m_fd;
+};
+
+std::string join(const std::vector<std::string>& parts)
+{
+    std::string out;
+    for (const auto& p : parts)
+        out += (out.empty() ? "" : " ") + p;
+    return out;
+}
+
+std::string trimRight(std::string s)
+{
+    while (!s.empty() && std::isspace(static_cast<unsigned char>(s.back())))
+        s.pop_back();
+    return s;
+}
+
+std::string demangle(const std::string& name)
+{
+    int status = 0;
+    char* out = abi::__cxa_demangle(name.c_str(), nullptr, nullptr, &status);
+    if (status != 0 || !out)
+        return name;
+    std::string s = out;
+    std::free(out);
+    return s;
+}
+
+/// A file name nvcc treats as CUDA and that cannot escape the build directory.
+std::string cudaFileName(const std::string& name)
+{
+    std::string base = fs::path(name).filename().string();
+    for (char& c : base)
+        if (!std::isalnum(static_cast<unsigned char>(c)) && c != '.' && c != '_' && c != '-')
+            c = '_';
+    if (base.empty() || base[0] == '.' || base[0] == '-')
+        base = "candidate" + base;
+    if (fs::path(base).extension() != ".cu")
+        base += ".cu";
+    return base;
+}
+
+std::string findNvcc()
+{
+    if (const char* env = std::getenv("HONE_NVCC"); env && *env)
+        return findExecutable(env);
+    if (std::string p = findExecutable("nvcc"); !p.empty())
+        return p;
+    for (const char* p : { "/usr/local/cuda/bin/nvcc", "/opt/cuda/bin/nvcc" })
+        if (::access(p, X_OK) == 0)
+            return p;
+    return {};
+}
+
+/// nvcc's `file(line): error: text` and the host compiler's `file:line:col: error: text`.
+std::vector<CompileMessage> parseNvccDiagnostics(const std::string& log)
+{
+    std::vector<CompileMessage> out = parseDiagnostics(log);
+    static const std::regex nvccLine(R"(^(.+?)\((\d+)\): (error|warning|catastrophic error)[^:]*: (.*)$)");
+    static const std::regex ptxasLine(R"(^ptxas (error|fatal)\s*: (.*)$)");
+    std::istringstream in(log);
+    std::string line;
+    std::smatch m;
+    while (std::getline(in, line)) {
+        line = trimRight(line);
+        if (std::regex_match(line, m, nvccLine)) {
+            CompileMessage msg;
+            msg.file = m[1];
+            msg.line = std::atoi(m[2].str().c_str());
+            msg.severity = m[3] == "warning" ? "warning" : "error";
+            msg.text = m[4];
+            out.push_back(msg);
+        } else if (std::regex_match(line, m, ptxasLine)) {
+            CompileMessage msg;
+            msg.file = "ptxas";
+            msg.severity = "error";
+            msg.text = m[2];
+            out.push_back(msg);
+        }
+    }
+    // Errors first, in the order they came, so firstError() names the first real one.
+    std::stable_sort(out.begin(), out.end(), [](const CompileMessage& a, const CompileMessage& b) {
+        auto rank = [](const CompileMessage& x) { return x.severity == "error" || x.severity == "fatal error" ? 0 : 1; };
+        return rank(a) < rank(b);
+    });
+    return out;
+}
+
+} // namespace
+
+/// ptxas -v resource usage per kernel: registers, shared memory, stack, spills.
+nlohmann::json parsePtxasResources(const std::string& log)
+{
+    static const std::regex entry(R"(Compiling entry function '([^']+)')");
+    static const std::regex props(R"(Function properties for (\S+))");
+    static const std::regex frame(R"((\d+) bytes stack frame, (\d+) bytes spill stores, (\d+) bytes spill loads)");
+    static const std::regex used(R"(Used (\d+) registers)");
+    static const std::regex smem(R"((\d+) bytes smem)");
+    nlohmann::json kernels = nlohmann::json::array();
+    std::map<std::string, nlohmann::json> byName;
+    std::vector<std::string> order;
+    std::string current;
+    std::istringstream in(log);
+    std::string line;
+    std::smatch m;
+    auto entryFor = [&](const std::string& mangled) -> nlohmann::json& {
+        if (!byName.count(mangled)) {
+            order.push_back(mangled);
+            byName[mangled] = { { "name", demangle(mangled) }, { "mangled", mangled }, { "registers", 0 },
+                { "smem_static", 0 }, { "stack_bytes", 0 }, { "spill_stores", 0 }, { "spill_loads", 0 } };
+        }
+        return byName[mangled];
+    };
+    while (std::getline(in, line)) {
+        if (std::regex_search(line, m, entry)) {
+            current = m[1];
+            entryFor(current);
+        } else if (std::regex_search(line, m, props)) {
+            current = m[1];
+        } else if (!current.empty() && std::regex_search(line, m, frame)) {
+            if (byName.count(current)) {
+                auto& k = byName[current];
+                k["stack_bytes"] = std::stoll(m[1]);
+                k["spill_stores"] = std::stoll(m[2]);
+                k["spill_loads"] = std::stoll(m[3]);
+            }
+        } else if (!current.empty() && std::regex_search(line, m, used)) {
+            auto& k = entryFor(current);
+            k["registers"] = std::stoll(m[1]);
+            std::smatch s;
+            if (std::regex_search(line, s, smem))
+                k["smem_static"] = std::stoll(s[1]);
+        }
+    }
+    for (const auto& name : order)
+        kernels.push_back(byName[name]);
+    return kernels;
+}
+
+CudaBackend::CudaBackend(fs::path cacheDir)
+    : m_driver(std::make_unique<Driver>())
+    , m_cacheDir(std::move(cacheDir))
+    , m_nvcc(findNvcc())
+{
+    if (const char* a = std::getenv("HONE_CUDA_ARCH"); a && *a)
+        m_arch = a;
+    Driver& d = *m_driver;
+    if (d.available()) {
+        // The device is read now (names, limits), the context made at first use.
+        int ordinal = 0;
+        if (const char* o = std::getenv("HONE_CUDA_DEVICE"); o && *o)
+            ordinal = std::atoi(o);
+        if (d.cuDeviceGet(&m_device, ordinal) == CUDA_SUCCESS) {
+            m_haveDevice = true;
+            char name[256] = {};
+            d.cuDeviceGetName(name, sizeof name, m_device);
+            m_name = name;
+            auto attr = [&](CUdevice_attribute a) {
+                int v = 0;
+                d.cuDeviceGetAttribute(&v, a, m_device);
+                return v;
+            };
+            m_ccMajor = attr(CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR);
+            m_ccMinor = attr(CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR);
+            m_sms = attr(CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT);
+            m_l2Bytes = attr(CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE);
+            m_maxThreadsPerSm = attr(CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_MULTIPROCESSOR);
+            m_regsPerSm = attr(CU_DEVICE_ATTRIBUTE_MAX_REGISTERS_PER_MULTIPROCESSOR);
+            m_smemPerSm = attr(CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_MULTIPROCESSOR);
+            m_maxBlocksPerSm = attr(CU_DEVICE_ATTRIBUTE_MAX_BLOCKS_PER_MULTIPROCESSOR);
+            d.cuDeviceTotalMem(&m_memoryBytes, m_device);
+            d.cuDriverGetVersion(&m_driverVersion);
+            CUuuid uuid {};
+            if (d.cuDeviceGetUuid(&uuid, m_device) == CUDA_SUCCESS) {
+                static const char* hex = "0123456789abcdef";
+                for (unsigned char b : uuid.bytes) {
+                    m_uuid += hex[b >> 4];
+                    m_uuid += hex[b & 15];
+                }
+            }
+            m_arch = "sm_" + std::to_string(m_ccMajor) + std::to_string(m_ccMinor);
+        }
+    }
+    // Hopper's architecture-specific features (wgmma, setmaxnreg) need the 'a' target.
+    const std::string digits = m_arch.substr(m_arch.find('_') + 1);
+    const std::string full = digits == "90" ? "90a" : digits;
+    m_gencode = "-gencode=arch=compute_" + full + ",code=sm_" + full;
+}
+
+CudaBackend::~CudaBackend()
+{
+    Driver& d = *m_driver;
+    if (!m_ctx || m_lost)
+        return;
+    if (m_flush)
+        d.cuMemFree(m_flush);
+    if (m_workspace)
+        d.cuMemFree(m_workspace);
+    for (CUevent e : { m_start, m_stop, m_after })
+        if (e)
+            d.cuEventDestroy(e);
+    if (m_stream)
+        d.cuStreamDestroy(m_stream);
+    d.cuDevicePrimaryCtxRelease(m_device);
+}
+
+bool CudaBackend::available() const
+{
+    return m_driver->available() && m_haveDevice;
+}
+
+std::string CudaBackend::unavailableReason() const
+{
+    if (!m_driver->available())
+        return m_driver->unavailableReason();
+    if (!m_haveDevice)
+        return "the NVIDIA driver cannot open the selected GPU (check HONE_CUDA_DEVICE and CUDA_VISIBLE_DEVICES)";
+    return {};
+}
+
+std::string CudaBackend::deviceName() const
+{
+    if (!available())
+        return "cuda: none (" + unavailableReason() + ")";
+    return "cuda: " + m_name + " (" + m_arch + ", " + std::to_string(m_sms) + " SMs)";
+}
+
+nlohmann::json CudaBackend::devices() const
+{
+    if (!available())
+        return nlohmann::json::array();
+    return nlohmann::json::array({ { { "kind", "cuda" }, { "name", m_name }, { "arch", m_arch },
+        { "uuid", m_uuid }, { "sms", m_sms }, { "l2_bytes", m_l2Bytes }, { "memory_bytes", m_memoryBytes },
+        { "shared_per_sm", m_smemPerSm }, { "registers_per_sm", m_regsPerSm },
+        { "max_threads_per_sm", m_maxThreadsPerSm }, { "driver", m_driverVersion } } });
+}
+
+std::string CudaBackend::compilerVersion()
+{
+    if (!m_nvccVersionRead) {
+        m_nvccVersionRead = true;
+        if (!m_nvcc.empty()) {
+            const ProcessResult r = runProcess({ m_nvcc, "--version" }, {}, 60);
+            if (r.started && r.exitCode == 0) {
+                // The last line says it all: "Build cuda_13.0.r13.0/compiler.36424714_0".
+                std::istringstream in(r.output);
+                std::string line;
+                std::string release;
+                while (std::getline(in, line))
+                    if (line.find("release") != std::string::npos)
+                        release = trimRight(line);
+                m_nvccVersion = release.empty() ? trimRight(r.output) : release;
+            }
+        }
+    }
+    return m_nvccVersion;
+}
+
+namespace {
+
+const std::vector<std::string>& nvccBaseFlags()
+{
+    static const std::vector<std::string> flags
+        = { "-std=c++17", "-O3", "-shared", "-Xcompiler", "-fPIC", "-Xptxas", "-v", "-lineinfo" };
+    return flags;
+}
+
+std::vector<std::string> libraryFlags(const std::vector<std::string>& libraries, const std::string& nvcc = {})
+{
+    std::vector<std::string> out;
+    // The toolkit's own library folder, so the candidate finds libcublasLt at dlopen time
+    // whatever ld.so.conf says.
+    if (!libraries.empty() && !nvcc.empty()) {
+        for (const char* sub : { "lib64", "lib" }) {
+            const fs::path dir = fs::path(nvcc).parent_path().parent_path() / sub;
+            std::error_code ec;
+            if (fs::exists(dir, ec)) {
+                out.push_back("-Xlinker=-rpath=" + dir.string());
+                break;
+            }
+        }
+    }
+    for (const auto& l : libraries) {
+        if (l == "cublasLt")
+            out.push_back("-lcublasLt");
+        else if (l == "cublas")
+            out.push_back("-lcublas");
+    }
+    return out;
+}
+
+} // namespace
+
+std::string CudaBackend::flagsFor(const CompileJob& job) const
+{
+    std::vector<std::string> f = nvccBaseFlags();
+    f.push_back(m_gencode);
+    for (const auto& [name, value] : job.defines)
+        f.push_back("-D" + name + "=" + value);
+    for (const auto& x : splitFlags(job.flags))
+        f.push_back(x);
+    for (const auto& x : libraryFlags(job.libraries))
+        f.push_back(x);
+    return join(f);
+}
+
+std::string CudaBackend::refusedFlags(const std::string& flags) const
+{
+    return core::checkFlags(flags, "cuda");
+}
+
+CompileOutput CudaBackend::compile(const CompileJob& job)
+{
+    CompileOutput out;
+    if (m_nvcc.empty()) {
+        out.toolError = "cannot find nvcc (set HONE_NVCC, put nvcc on PATH or install the CUDA toolkit "
+                        "in /usr/local/cuda)";
+        return out;
+    }
+    const std::string version = compilerVersion();
+    if (version.empty()) {
+        out.toolError = "cannot run nvcc at " + m_nvcc;
+        return out;
+    }
+    const fs::path includeDir = m_cacheDir / "include";
+    {
+        const fs::path header = includeDir / "hone" / "kernel.h";
+        bool ok = false;
+        if (readFile(header, &ok) != embedded::kKernelHeader || !ok)
+            writeFileAtomically(header, std::string(embedded::kKernelHeader));
+    }
+    const std::string srcName = cudaFileName(job.name);
+    std::vector<std::string> middle = nvccBaseFlags();
+    middle.push_back(m_gencode);
+    std::vector<std::string> keyMiddle = middle;
+    middle.push_back("-I" + includeDir.string());
+    keyMiddle.push_back("-I<include>");
+    for (const auto& [name, value] : job.defines) {
+        middle.push_back("-D" + name + "=" + value);
+        keyMiddle.push_back(middle.back());
+    }
+    for (const auto& f : splitFlags(job.flags)) {
+        middle.push_back(f);
+        keyMiddle.push_back(f);
+    }
+    const std::vector<std::string> libs = libraryFlags(job.libraries, m_nvcc);
+    for (const auto& l : libs)
+        keyMiddle.push_back(l);
+
+    const std::string key = core::sha256Hex("hone-cuda-compile-1\n" + version + "\n" + m_nvcc + "\n"
+        + join(keyMiddle) + "\n" + core::sha256Hex(embedded::kKernelHeader) + "\n" + job.source);
+    const fs::path soDir = m_cacheDir / "cuda-so";
+    const fs::path soPath = soDir / (key + ".so");
+    const fs::path logPath = soDir / (key + ".log");
+
+    std::vector<std::string> shown = { m_nvcc };
+    shown.insert(shown.end(), middle.begin(), middle.end());
+    shown.insert(shown.end(), { "-o", soPath.string(), srcName });
+    shown.insert(shown.end(), libs.begin(), libs.end());
+    out.command = join(shown);
+    out.objectPath = soPath.string();
+
+    std::error_code ec;
+    if (fs::exists(soPath, ec)) {
+        out.ok = true;
+        out.cached = true;
+        out.log = readFile(logPath);
+        out.messages = parseNvccDiagnostics(out.log);
+        out.resources = parsePtxasResources(out.log);
+        return out;
+    }
+    fs::create_directories(soDir);
+    fs::create_directories(m_cacheDir / "tmp");
+    std::string tmpl = (m_cacheDir / "tmp" / "nvcc-XXXXXX").string();
+    if (!::mkdtemp(tmpl.data())) {
+        out.toolError = "cannot create a build directory under " + (m_cacheDir / "tmp").string();
+        return out;
+    }
+    const fs::path buildDir = tmpl;
+    {
+        std::ofstream src(buildDir / srcName, std::ios::binary);
+        src << job.source;
+    }
+    std::vector<std::string> argv = { m_nvcc };
+    argv.insert(argv.end(), middle.begin(), middle.end());
+    argv.insert(argv.end(), { "-o", (buildDir / "out.so").string(), srcName });
+    argv.insert(argv.end(), libs.begin(), libs.end());
+    const ProcessResult r = runProcess(argv, buildDir.string(), job.timeLimitSeconds);
+    out.seconds = r.seconds;
+    out.log = r.output;
+    out.messages = parseNvccDiagnostics(out.log);
+    out.resources = parsePtxasResources(out.log);
+    if (!r.started) {
+        out.toolError = r.error;
+    } else if (r.timedOut) {
+        out.timedOut = true;
+    } else if (r.exitCode == 0) {
+        try {
+            writeFileAtomically(logPath, out.log);
+        } catch (const std::exception&) {
+        }
+        fs::rename(buildDir / "out.so", soPath, ec);
+        if (ec)
+            out.toolError = "cannot move the compiled object to " + soPath.string() + ": " + ec.message();
+        else
+            out.ok = true;
+    }
+    fs::remove_all(buildDir, ec);
+    return out;
+}
+
+std::unique_ptr<LoadedKernel> CudaBackend::load(const CompileOutput& object, std::string& error, bool& missingEntry)
+{
+    missingEntry = false;
+    ensureContext();
+    void* handle = ::dlopen(object.objectPath.c_str(), RTLD_NOW | RTLD_LOCAL);
+    if (!handle) {
+        const char* err = ::dlerror();
+        error = std::string("cannot load the compiled object: ") + (err ? err : "unknown dlopen error");
+        return nullptr;
+    }
+    ::dlerror();
+    void* sym = ::dlsym(handle, "hone_run");
+    if (!sym) {
+        missingEntry = true;
+        error = "the compiled object exports no 'hone_run'; define extern \"C\" int hone_run(const hone_args*) "
+                "(include <hone/kernel.h>)";
+        return nullptr;
+    }
+    return std::make_unique<CudaKernel>(reinterpret_cast<RunFn>(sym));
+}
+
+void CudaBackend::ensureContext()
+{
+    if (m_ctx)
+        return;
+    if (!available())
+        throw std::runtime_error("cannot run CUDA candidates here: " + unavailableReason());
+    Driver& d = *m_driver;
+    // Spin while waiting: the device-wide synchronize that ends every sample then costs
+    // microseconds, not a scheduler wake-up. Fails harmlessly when the context is active.
+    d.cuDevicePrimaryCtxSetFlags(m_device, CU_CTX_SCHED_SPIN);
+    check(d.cuDevicePrimaryCtxRetain(&m_ctx, m_device), "cuDevicePrimaryCtxRetain");
+    check(d.cuCtxSetCurrent(m_ctx), "cuCtxSetCurrent");
+    check(d.cuStreamCreate(&m_stream, CU_STREAM_NON_BLOCKING), "cuStreamCreate");
+    for (CUevent* e : { &m_start, &m_stop, &m_after })
+        check(d.cuEventCreate(e, CU_EVENT_DEFAULT), "cuEventCreate");
+}
+
+void CudaBackend::check(CUresult code, const char* what)
+{
+    if (code == CUDA_SUCCESS)
+        return;
+    Driver& d = *m_driver;
+    if (cuda::isSticky(code)) {
+        m_lost = true;
+        throw DeviceFault(std::string("GPU fault: ") + d.describe(code) + " (seen by " + what
+            + "); the context is lost and the worker restarts");
+    }
+    if (code == CUDA_ERROR_OUT_OF_MEMORY)
+        throw std::bad_alloc();
+    throw std::runtime_error(std::string(what) + " failed: " + d.describe(code));
+}
+
+void* CudaBackend::allocate(size_t bytes)
+{
+    ensureContext();
+    CUdeviceptr p = 0;
+    // 256-byte granularity keeps every tensor aligned for 16-byte vector access, and a
+    // zero-size tensor still gets a valid pointer.
+    check(m_driver->cuMemAlloc(&p, std::max<size_t>(256, (bytes + 255) / 256 * 256)), "cuMemAlloc");
+    return reinterpret_cast<void*>(p);
+}
+
+void CudaBackend::release(void* p) noexcept
+{
+    if (p && m_ctx && !m_lost)
+        m_driver->cuMemFree(reinterpret_cast<CUdeviceptr>(p));
+}
+
+void CudaBackend::upload(void* device, const void* host, size_t bytes)
+{
+    ensureContext();
+    if (bytes)
+        check(m_driver->cuMemcpyHtoD(reinterpret_cast<CUdeviceptr>(device), host, bytes), "cuMemcpyHtoD");
+}
+
+void CudaBackend::download(void* host, const void* device, size_t bytes)
+{
+    synchronize();
+    if (bytes)
+        check(m_driver->cuMemcpyDtoH(host, reinterpret_cast<CUdeviceptr>(device), bytes), "cuMemcpyDtoH");
+}
+
+void* CudaBackend::stream()
+{
+    ensureContext();
+    return m_stream;
+}
+
+void CudaBackend::synchronize()
+{
+    ensureContext();
+    check(m_driver->cuCtxSynchronize(), "the device-wide synchronize after hone_run");
+}
+
+void* CudaBackend::workspace(size_t& bytes)
+{
+    ensureContext();
+    if (!m_workspace)
+        check(m_driver->cuMemAlloc(&m_workspace, m_workspaceBytes), "cuMemAlloc (workspace)");
+    bytes = m_workspaceBytes;
+    return reinterpret_cast<void*>(m_workspace);
+}
+
+double CudaBackend::timedRun(LoadedKernel& kernel, const hone_args& args, int& rc)
+{
+    ensureContext();
+    Driver& d = *m_driver;
+    // Idle before the start: the cache flush and anything earlier are done.
+    synchronize();
+    check(d.cuEventRecord(m_start, m_stream), "cuEventRecord");
+    rc = kernel.run(args);
+    check(d.cuEventRecord(m_stop, m_stream), "cuEventRecord");
+    // Device-wide: work the candidate put on other streams must finish too.
+    synchronize();
+    check(d.cuEventRecord(m_after, m_stream), "cuEventRecord");
+    check(d.cuEventSynchronize(m_after), "cuEventSynchronize");
+    float streamMs = 0;
+    float deviceMs = 0;
+    float tailMs = 0;
+    check(d.cuEventElapsedTime(&streamMs, m_start, m_stop), "cuEventElapsedTime");
+    check(d.cuEventElapsedTime(&deviceMs, m_start, m_after), "cuEventElapsedTime");
+    check(d.cuEventElapsedTime(&tailMs, m_stop, m_after), "cuEventElapsedTime");
+    // The stretch from the stream's end to the post-synchronize event is normally just the
+    // synchronize's own latency. When it is much longer, work on other streams was still
+    // running: then the device-wide time is the honest one.
+    const double overhead = syncOverheadNs();
+    const double tailNs = tailMs * 1e6;
+    if (tailNs > std::max(20000.0, 4 * overhead)) {
+        ++m_sideStreamSamples;
+        return deviceMs * 1e6;
+    }
+    return streamMs * 1e6;
+}
+
+double CudaBackend::syncOverheadNs()
+{
+    if (m_syncOverheadNs)
+        return *m_syncOverheadNs;
+    ensureContext();
+    Driver& d = *m_driver;
+    std::vector<double> ns;
+    for (int i = 0; i < 21; ++i) {
+        check(d.cuCtxSynchronize(), "cuCtxSynchronize");
+        check(d.cuEventRecord(m_stop, m_stream), "cuEventRecord");
+        check(d.cuCtxSynchronize(), "cuCtxSynchronize");
+        check(d.cuEventRecord(m_after, m_stream), "cuEventRecord");
+        check(d.cuEventSynchronize(m_after), "cuEventSynchronize");
+        float ms = 0;
+        check(d.cuEventElapsedTime(&ms, m_stop, m_after), "cuEventElapsedTime");
+        ns.push_back(ms * 1e6);
+    }
+    std::sort(ns.begin(), ns.end());
+    m_syncOverheadNs = ns[ns.size() / 2];
+    return *m_syncOverheadNs;
+}
+
+nlohmann::json CudaBackend::profile(const nlohmann::json& request)
+{
+    std::string ncu;
+    if (const char* env = std::getenv("HONE_NCU"); env && *env)
+        ncu = findExecutable(env);
+    if (ncu.empty())
+        ncu = findExecutable("ncu");
+    if (ncu.empty() && ::access("/usr/local/cuda/bin/ncu", X_OK) == 0)
+        ncu = "/usr/local/cuda/bin/ncu";
+    if (ncu.empty())
+        return { { "error", "Nsight Compute (ncu) not found; install it or set HONE_NCU" } };
+    std::error_code ec;
+    const fs::path self = fs::read_symlink("/proc/self/exe", ec);
+    if (ec)
+        return { { "error", "cannot find this worker's executable to profile it" } };
+    fs::create_directories(m_cacheDir / "tmp");
+    std::string tmpl = (m_cacheDir / "tmp" / "ncu-XXXXXX").string();
+    if (!::mkdtemp(tmpl.data()))
+        return { { "error", "cannot create a directory under " + (m_cacheDir / "tmp").string() } };
+    const fs::path dir = tmpl;
+    writeFileAtomically(dir / "request.json", request.dump());
+    std::string metrics;
+    for (const auto& m : ncuMetrics())
+        metrics += (metrics.empty() ? "" : ",") + m;
+    // The child is this worker in --profile-once mode: one call of the candidate, nothing else,
+    // so every kernel ncu sees is the candidate's.
+    const ProcessResult r = runProcess({ ncu, "--csv", "--page", "raw", "--metrics", metrics, "--target-processes",
+                                           "all", self.string(), "--profile-once", (dir / "request.json").string(),
+                                           "--cache-dir", m_cacheDir.string() },
+        dir.string(), 600, size_t(8) << 20);
+    fs::remove_all(dir, ec);
+    if (!r.started)
+        return { { "error", "cannot run ncu: " + r.error } };
+    if (r.timedOut)
+        return { { "error", "ncu took longer than 600 s" } };
+    try {
+        nlohmann::json p = parseNcuCsv(r.output);
+        p["seconds"] = r.seconds;
+        return p;
+    } catch (const std::exception& e) {
+        return { { "error", std::string(e.what()) + " (exit " + std::to_string(r.exitCode) + ")" } };
+    }
+}
+
+nlohmann::json CudaBackend::timingInfo()
+{
+    return { { "clock", "CUDA events on the harness stream, closed by a device-wide synchronize" },
+        { "sync_overhead_ns", syncOverheadNs() }, { "side_stream_samples", m_sideStreamSamples },
+        { "l2_flush_bytes", m_flushBytes } };
+}
+
+void CudaBackend::flushCaches(const std::vector<MemRegion>& workingSet)
+{
+    (void)workingSet; // the whole L2 is rewritten, whatever the kernel touched
+    ensureContext();
+    Driver& d = *m_driver;
+    if (!m_flush) {
+        m_flushBytes = std::max<size_t>(size_t(2) * static_cast<size_t>(m_l2Bytes), size_t(64) << 20);
+        check(d.cuMemAlloc(&m_flush, m_flushBytes), "cuMemAlloc (L2 flush buffer)");
+    }
+    // A different value each round, so no write can be elided.
+    check(d.cuMemsetD32Async(m_flush, ++m_flushRound, m_flushBytes / 4, m_stream), "cuMemsetD32Async (L2 flush)");
+}
+
+std::unique_ptr<TimingLock> CudaBackend::lockFile(bool exclusive)
+{
+    fs::create_directories(m_cacheDir);
+    const std::string path = (m_cacheDir / ("cuda-" + (m_uuid.empty() ? std::string("none") : m_uuid) + ".lock")).string();
+    const int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+    if (fd < 0)
+        throw std::runtime_error("cannot open the GPU lock " + path + ": " + std::strerror(errno));
+    while (::flock(fd, exclusive ? LOCK_EX : LOCK_SH) != 0) {
+        if (errno != EINTR) {
+            ::close(fd);
+            throw std::runtime_error("cannot lock " + path + ": " + std::strerror(errno));
+        }
+    }
+    return std::make_unique<FlockGuard>(fd);
+}
+
+std::unique_ptr<TimingLock> CudaBackend::lockForTiming()
+{
+    return lockFile(true);
+}
+
+std::unique_ptr<TimingLock> CudaBackend::lockForUse()
+{
+    return lockFile(false);
+}
+
+nlohmann::json CudaBackend::launchProfile(LoadedKernel& kernel, const hone_args& args)
+{
+    ensureContext();
+    Driver& d = *m_driver;
+    synchronize();
+    // Capture one call into a graph instead of running it: the graph's kernel nodes carry
+    // the exact function, grid, block and dynamic shared memory of every launch.
+    nlohmann::json out = { { "kernels", nlohmann::json::array() } };
+    check(d.cuStreamBeginCapture(m_stream, CU_STREAM_CAPTURE_MODE_RELAXED), "cuStreamBeginCapture");
+    int rc = 0;
+    try {
+        rc = kernel.run(args);
+    } catch (...) {
+        CUgraph g = nullptr;
+        d.cuStreamEndCapture(m_stream, &g);
+        if (g)
+            d.cuGraphDestroy(g);
+        throw;
+    }
+    CUgraph graph = nullptr;
+    const CUresult end = d.cuStreamEndCapture(m_stream, &graph);
+    if (end != CUDA_SUCCESS || rc != 0 || !graph) {
+        if (graph)
+            d.cuGraphDestroy(graph);
+        // The candidate's runtime may hold the capture error as its last error: one plain
+        // call consumes it, so the runs that follow start clean.
+        kernel.run(args);
+        synchronize();
+        out["error"] = "hone_run could not be captured into a graph (" + m_driver->describe(end)
+            + (rc != 0 ? ", hone_run returned " + std::to_string(rc) : std::string())
+            + "); it probably synchronizes or allocates inside hone_run";
+        return out;
+    }
+    size_t count = 0;
+    d.cuGraphGetNodes(graph, nullptr, &count);
+    std::vector<CUgraphNode> nodes(count);
+    if (count)
+        d.cuGraphGetNodes(graph, nodes.data(), &count);
+    const int maxWarps = std::max(1, m_maxThreadsPerSm / 32);
+    for (CUgraphNode node : nodes) {
+        CUgraphNodeType type {};
+        if (d.cuGraphNodeGetType(node, &type) != CUDA_SUCCESS || type != CU_GRAPH_NODE_TYPE_KERNEL)
+            continue;
+        CUDA_KERNEL_NODE_PARAMS p {};
+        if (d.cuGraphKernelNodeGetParams(node, &p) != CUDA_SUCCESS)
+            continue;
+        CUfunction f = p.func;
+        if (!f && p.kern && d.cuKernelGetFunction)
+            d.cuKernelGetFunction(&f, p.kern);
+        if (!f)
+            continue;
+        auto fattr = [&](CUfunction_attribute a) {
+            int v = 0;
+            d.cuFuncGetAttribute(&v, a, f);
+            return v;
+        };
+        const char* rawName = nullptr;
+        d.cuFuncGetName(&rawName, f);
+        const int block = static_cast<int>(p.blockDimX * p.blockDimY * p.blockDimZ);
+        const long long grid = static_cast<long long>(p.gridDimX) * p.gridDimY * p.gridDimZ;
+        const int regs = fattr(CU_FUNC_ATTRIBUTE_NUM_REGS);
+        const int smemStatic = fattr(CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES);
+        const int local = fattr(CU_FUNC_ATTRIBUTE_LOCAL_SIZE_BYTES);
+        int blocksPerSm = 0;
+        d.cuOccupancyMaxActiveBlocksPerMultiprocessor(&blocksPerSm, f, block, p.sharedMemBytes);
+        const int warpsPerBlock = (block + 31) / 32;
+        const double occupancy = std::min(1.0, static_cast<double>(blocksPerSm * warpsPerBlock) / maxWarps);
+        // Which resource stops the next block: the smallest of the per-resource limits.
+        struct Limit {
+            const char* name;
+            long long blocks;
+        };
+        const long long regsPerWarp = (static_cast<long long>(regs) * 32 + 255) / 256 * 256;
+        const long long smemPerBlock = static_cast<long long>(smemStatic) + p.sharedMemBytes + 1024;
+        std::vector<Limit> limits = {
+            { "block size (threads per SM)", m_maxThreadsPerSm / std::max(1, warpsPerBlock * 32) },
+            { "blocks per SM", m_maxBlocksPerSm },
+            { "registers", regsPerWarp > 0 ? m_regsPerSm / (regsPerWarp * warpsPerBlock) : 1LL << 30 },
+            { "shared memory", smemPerBlock > 1024 ? m_smemPerSm / smemPerBlock : 1LL << 30 },
+        };
+        const auto lim = std::min_element(limits.begin(), limits.end(),
+            [](const Limit& a, const Limit& b) { return a.blocks < b.blocks; });
+        const double waves = blocksPerSm > 0 && m_sms > 0
+            ? static_cast<double>(grid) / (static_cast<double>(blocksPerSm) * m_sms)
+            : 0.0;
+        out["kernels"].push_back({ { "name", demangle(rawName ? rawName : "?") },
+            { "grid", { p.gridDimX, p.gridDimY, p.gridDimZ } }, { "block", { p.blockDimX, p.blockDimY, p.blockDimZ } },
+            { "dynamic_smem", p.sharedMemBytes }, { "static_smem", smemStatic }, { "registers", regs },
+            { "local_bytes", local }, { "blocks_per_sm", blocksPerSm }, { "occupancy", occupancy },
+            { "limiter", occupancy >= 0.999 ? "none" : lim->name }, { "waves", waves },
+            { "threads", grid * block } });
+    }
+    d.cuGraphDestroy(graph);
+    // The headline: the launch with the most threads, which usually carries the work.
+    const auto& ks = out["kernels"];
+    if (!ks.empty()) {
+        size_t best = 0;
+        for (size_t i = 1; i < ks.size(); ++i)
+            if (ks[i]["threads"].get<long long>() > ks[best]["threads"].get<long long>())
+                best = i;
+        out["theoretical"] = ks[best]["occupancy"];
+        out["limiter"] = ks[best]["limiter"];
+        out["main_kernel"] = ks[best]["name"];
+    }
+    return out;
+}
+
+core::Ceilings CudaBackend::ceilings(bool force, bool* cached)
+{
+    if (cached)
+        *cached = false;
+    if (!available())
+        throw std::runtime_error("no CUDA ceilings: " + unavailableReason());
+    const std::string key = core::sha256Hex(
+        m_name + "\n" + m_uuid + "\n" + std::to_string(m_driverVersion) + "\n" + compilerVersion());
+    const auto path = m_cacheDir / ("ceilings-cuda-" + key + ".json");
+    if (!force) {
+        if (m_ceilings) {
+            if (cached)
+                *cached = true;
+            return *m_ceilings;
+        }
+        if (auto c = readCachedCeilings(path)) {
+            m_ceilings = c;
+            if (cached)
+                *cached = true;
+            return *c;
+        }
+    }
+    auto lock = lockForTiming();
+    CompileJob job;
+    job.name = "cuda_ceilings.cu";
+    job.source = std::string(embedded::kCudaCeilingsSource);
+    job.libraries = { "cublasLt" };
+    job.timeLimitSeconds = 300;
+    const CompileOutput built = compile(job);
+    if (!built.ok)
+        throw std::runtime_error("cannot compile the CUDA calibration kernels: " + built.firstError());
+    ensureContext();
+    void* handle = ::dlopen(built.objectPath.c_str(), RTLD_NOW | RTLD_LOCAL);
+    if (!handle) {
+        const char* err = ::dlerror();
+        throw std::runtime_error(std::string("cannot load the CUDA calibration kernels: ") + (err ? err : "?"));
+    }
+    using Fn = int (*)(void*, double*);
+    auto fn = reinterpret_cast<Fn>(::dlsym(handle, "hone_cuda_ceilings"));
+    if (!fn)
+        throw std::runtime_error("the CUDA calibration object has no hone_cuda_ceilings");
+    double v[3] = { 0, 0, 0 };
+    const int rc = fn(m_stream, v);
+    synchronize();
+    if (rc != 0)
+        throw std::runtime_error("the CUDA calibration kernels failed with status " + std::to_string(rc));
+    core::Ceilings c;
+    c.device = deviceName();
+    c.peakGbps = v[0];
+    c.peakGflops = v[1];
+    c.peakTensorGflops = v[2];
+    c.method = "copy: 1 GiB device-to-device float4 grid-stride copy, median of 15, bytes read + written; "
+               "fma: f32 FMA, 8 chains per thread, "
+        + std::to_string(m_sms * 16) + " blocks of 256, median of 9; tensor: cuBLASLt bf16 8192^3 GEMM, "
+        + "fp32 accumulate, median of 9; built with " + compilerVersion();
+    writeCachedCeilings(path, c);
+    m_ceilings = c;
+    return c;
+}
+
+} // namespace hone::backends

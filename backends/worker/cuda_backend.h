@@ -1,0 +1,119 @@
+#pragma once
+
+#include "device_backend.h"
+
+#include <cuda.h>
+
+#include <filesystem>
+#include <memory>
+#include <optional>
+
+namespace hone::backends {
+namespace cuda {
+class Driver;
+}
+
+/// ptxas -v resource usage per kernel: [{name, mangled, registers, smem_static, stack_bytes,
+/// spill_stores, spill_loads}].
+nlohmann::json parsePtxasResources(const std::string& log);
+
+/// An NVIDIA GPU as a device: candidates are nvcc-built shared objects whose hone_run
+/// launches on the harness stream; memory, streams, events and occupancy go through the
+/// driver API loaded at run time (cuda_driver.h). Without a driver or a GPU the backend still
+/// compiles (for the architecture in $HONE_CUDA_ARCH, default sm_90) and says why it cannot
+/// run.
+class CudaBackend final : public DeviceBackend {
+public:
+    explicit CudaBackend(std::filesystem::path cacheDir);
+    ~CudaBackend() override;
+
+    /// Whether a GPU can run candidates here; unavailableReason() says why not.
+    bool available() const;
+    std::string unavailableReason() const;
+    /// Whether nvcc was found (compiling needs no GPU).
+    bool canCompile() const { return !m_nvcc.empty(); }
+
+    std::string kind() const override { return "cuda"; }
+    std::string deviceName() const override;
+    nlohmann::json devices() const override;
+    bool acceptsLang(const std::string& lang) const override { return lang == "cuda"; }
+    std::string compilerVersion() override;
+    std::string flagsFor(const CompileJob& job) const override;
+    std::string refusedFlags(const std::string& flags) const override;
+
+    CompileOutput compile(const CompileJob& job) override;
+    std::unique_ptr<LoadedKernel> load(
+        const CompileOutput& object, std::string& error, bool& missingEntry) override;
+
+    void* allocate(size_t bytes) override;
+    void release(void* p) noexcept override;
+    void upload(void* device, const void* host, size_t bytes) override;
+    void download(void* host, const void* device, size_t bytes) override;
+    void* stream() override;
+
+    double timedRun(LoadedKernel& kernel, const hone_args& args, int& rc) override;
+    void flushCaches(const std::vector<MemRegion>& workingSet) override;
+    std::unique_ptr<TimingLock> lockForTiming() override;
+    std::unique_ptr<TimingLock> lockForUse() override;
+    void synchronize() override;
+    bool deviceLost() const override { return m_lost; }
+    void* workspace(size_t& bytes) override;
+    nlohmann::json timingInfo() override;
+    nlohmann::json profile(const nlohmann::json& request) override;
+    nlohmann::json launchProfile(LoadedKernel& kernel, const hone_args& args) override;
+    core::Ceilings ceilings(bool force, bool* cached) override;
+
+    /// "sm_90a" etc.: what candidates are built for.
+    std::string arch() const { return m_arch; }
+    /// How many timed samples had work still running after the harness stream finished
+    /// (side streams), since construction.
+    int sideStreamSamples() const { return m_sideStreamSamples; }
+    /// Median cost of the device-wide synchronize that closes every sample, in ns.
+    double syncOverheadNs();
+
+private:
+    void ensureContext();
+    /// Throws DeviceFault (sticky errors mark the device lost) or std::runtime_error.
+    void check(CUresult code, const char* what);
+    std::unique_ptr<TimingLock> lockFile(bool exclusive);
+
+    std::unique_ptr<cuda::Driver> m_driver;
+    std::filesystem::path m_cacheDir;
+    std::string m_nvcc;
+    std::string m_nvccVersion;
+    bool m_nvccVersionRead = false;
+    std::string m_arch = "sm_90";
+    std::string m_gencode;
+
+    CUdevice m_device = 0;
+    CUcontext m_ctx = nullptr;
+    CUstream m_stream = nullptr;
+    CUevent m_start = nullptr;
+    CUevent m_stop = nullptr;
+    CUevent m_after = nullptr;
+    bool m_haveDevice = false;
+    std::string m_name;
+    std::string m_uuid;
+    int m_ccMajor = 0;
+    int m_ccMinor = 0;
+    int m_sms = 0;
+    int m_l2Bytes = 0;
+    int m_maxThreadsPerSm = 0;
+    int m_regsPerSm = 0;
+    int m_smemPerSm = 0;
+    int m_maxBlocksPerSm = 0;
+    size_t m_memoryBytes = 0;
+    int m_driverVersion = 0;
+
+    CUdeviceptr m_flush = 0;
+    size_t m_flushBytes = 0;
+    unsigned m_flushRound = 0;
+    CUdeviceptr m_workspace = 0;
+    size_t m_workspaceBytes = size_t(64) << 20;
+    bool m_lost = false;
+    int m_sideStreamSamples = 0;
+    std::optional<double> m_syncOverheadNs;
+    std::optional<core::Ceilings> m_ceilings;
+};
+
+} // namespace hone::backends
