@@ -1,0 +1,296 @@
+#include "backends/remote_executor.h"
+
+#include "core/protocol.h"
+
+#include <algorithm>
+#include <cerrno>
+#include <fcntl.h>
+#include <stdexcept>
+#include <sys/wait.h>
+#include <unistd.h>
+
+namespace hone::backends {
+namespace {
+
+namespace proto = hone::core::protocol;
+
+/// Runs the worker and reports how it ended on stderr, so that a worker killed on the remote
+/// side reads differently from a transport that went away.
+constexpr const char* kWrapper
+    = "\"$@\"; s=$?; if [ $s -gt 128 ]; then echo \"hone-remote: worker killed by signal $((s-128))\" >&2; "
+      "else echo \"hone-remote: worker exited with code $s\" >&2; fi; exit $s";
+
+bool contains(const std::string& s, const char* what) { return s.find(what) != std::string::npos; }
+
+/// Runs a helper command (scancel) with its output discarded, and waits for it.
+void runQuiet(const std::vector<std::string>& args)
+{
+    std::vector<char*> argv;
+    for (const auto& a : args)
+        argv.push_back(const_cast<char*>(a.c_str()));
+    argv.push_back(nullptr);
+    pid_t pid = fork();
+    if (pid < 0)
+        return;
+    if (pid == 0) {
+        int devnull = open("/dev/null", O_RDWR);
+        if (devnull >= 0) {
+            dup2(devnull, 0);
+            dup2(devnull, 1);
+            dup2(devnull, 2);
+        }
+        execvp(argv[0], argv.data());
+        _exit(127);
+    }
+    int status = 0;
+    while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+    }
+}
+
+} // namespace
+
+std::string shellQuote(const std::string& word)
+{
+    if (!word.empty() && std::all_of(word.begin(), word.end(), [](char c) {
+            return std::isalnum(static_cast<unsigned char>(c)) || c == '/' || c == '.' || c == '_' || c == '-'
+                || c == '=' || c == ':' || c == ',';
+        }))
+        return word;
+    std::string out = "'";
+    for (char c : word) {
+        if (c == '\'')
+            out += "'\\''";
+        else
+            out += c;
+    }
+    return out + "'";
+}
+
+RemoteExecutor::RemoteExecutor(RemoteExecutorConfig config)
+    : m_config(std::move(config))
+{
+    m_config.parallel = std::max(1, m_config.parallel);
+    m_config.retries = std::max(0, m_config.retries);
+}
+
+RemoteExecutor::~RemoteExecutor()
+{
+    cancelAll();
+}
+
+std::string RemoteExecutor::where() const
+{
+    std::string what = m_config.kind == RemoteExecutorConfig::Kind::Ssh
+        ? "ssh " + m_config.host
+        : "slurm" + (m_config.partition.empty() ? std::string() : " partition " + m_config.partition);
+    return "target '" + m_config.name + "' (" + what + ")";
+}
+
+WorkerCommand RemoteExecutor::command(const std::string& tag) const
+{
+    std::vector<std::string> worker = {"sh", "-c", kWrapper, "hone-remote", m_config.workerPath, "--stdio"};
+    if (!m_config.cacheDir.empty()) {
+        worker.push_back("--cache-dir");
+        worker.push_back(m_config.cacheDir);
+    }
+    WorkerCommand cmd;
+    auto& a = cmd.argv;
+    if (m_config.kind == RemoteExecutorConfig::Kind::Ssh) {
+        a = {"ssh"};
+        if (!m_config.sshConfig.empty())
+            a.insert(a.end(), {"-F", m_config.sshConfig});
+        // No password prompts; a dead connection is noticed within ~15 s.
+        a.insert(a.end(), {"-o", "BatchMode=yes", "-o", "ConnectTimeout=10", "-o", "ServerAliveInterval=5", "-o",
+                              "ServerAliveCountMax=3"});
+        a.insert(a.end(), m_config.extraArgs.begin(), m_config.extraArgs.end());
+        a.push_back(m_config.host);
+        a.push_back("--");
+        // The remote side reads one command string through the login shell: quote every word.
+        std::string remote = "exec";
+        for (const auto& w : worker)
+            remote += " " + shellQuote(w);
+        a.push_back(remote);
+    } else {
+        a = {"srun", "--ntasks=1", "--unbuffered", "--quiet", "--job-name", "hone-eval-" + tag, "--time",
+            m_config.timeLimit};
+        if (!m_config.partition.empty())
+            a.insert(a.end(), {"--partition", m_config.partition});
+        if (m_config.gpusPerTask > 0)
+            a.push_back("--gres=gpu:" + std::to_string(m_config.gpusPerTask));
+        a.insert(a.end(), m_config.extraArgs.begin(), m_config.extraArgs.end());
+        a.push_back("--");
+        a.insert(a.end(), worker.begin(), worker.end());
+    }
+    return cmd;
+}
+
+nlohmann::json RemoteExecutor::attempt(const nlohmann::json& req, const WorkerLimits& limits, bool& infra)
+{
+    infra = false;
+    const std::string tag = std::to_string(getpid()) + "-" + std::to_string(m_attempts.fetch_add(1));
+    nlohmann::json r = runWorker(command(tag), req, limits, &m_cancel);
+    const bool slurm = m_config.kind == RemoteExecutorConfig::Kind::Slurm;
+    auto f = r.find("failure");
+    if (r.value("status", std::string()) != "failed" || f == r.end() || !f->is_object())
+        return r;
+    if (slurm) // a step that timed out, was cancelled or lost its srun must not linger
+        runQuiet({"scancel", "--quiet", "--name", "hone-eval-" + tag});
+    const std::string kind = f->value("kind", std::string());
+    const std::string stage = f->value("stage", std::string());
+    std::string msg = f->value("message", std::string());
+    if (msg == "cancelled")
+        return r;
+    // The wrapper saw the worker end: a candidate's doing (or the worker's), never retried.
+    static const std::string killed = "hone-remote: worker killed by signal ";
+    if (auto k = msg.find(killed); k != std::string::npos && !(slurm && contains(msg, "CANCELLED"))) {
+        int sig = std::atoi(msg.c_str() + k + killed.size());
+        return proto::makeFailure(req.value("id", std::string()), proto::FailureKind::Crash, stage,
+            "worker died on " + signalDescription(sig) + " in stage '" + stage + "' on " + where());
+    }
+    if (contains(msg, "hone-remote: worker exited with code 127"))
+        return proto::makeFailure(req.value("id", std::string()), proto::FailureKind::WorkerError, "start",
+            "no hone-worker at '" + m_config.workerPath + "' on " + where()
+                + "; install hone-worker there (scripts/install-deps, cmake --build) or set 'worker' in the targets file");
+    const bool lostTransport = msg.rfind("worker exited with code", 0) == 0 || msg.rfind("worker died on", 0) == 0;
+    const bool slurmKilled = slurm
+        && (contains(msg, "CANCELLED") || contains(msg, "PREEMPT") || contains(msg, "NODE_FAIL")
+            || contains(msg, "Job step aborted") || contains(msg, "Unable to allocate"));
+    const bool neverAnswered = kind == "timeout" && stage == "start";
+    if ((lostTransport && !contains(msg, "hone-remote: worker exited with code")) || slurmKilled || neverAnswered)
+        infra = true;
+    return r;
+}
+
+nlohmann::json RemoteExecutor::request(const nlohmann::json& req, const WorkerLimits& limits)
+{
+    nlohmann::json last;
+    std::vector<std::string> reasons;
+    for (int i = 0; i <= m_config.retries; ++i) {
+        if (i > 0) {
+            // Backoff in small steps so that cancelAll is not held up.
+            auto until = std::chrono::steady_clock::now()
+                + std::chrono::milliseconds(static_cast<long>(1000 * m_config.retryDelaySeconds * i));
+            while (std::chrono::steady_clock::now() < until && !m_cancel)
+                std::this_thread::sleep_for(std::chrono::milliseconds(50));
+        }
+        bool infra = false;
+        last = attempt(req, limits, infra);
+        if (!infra) {
+            if (last.value("status", std::string()) != "failed"
+                || last["failure"].value("kind", std::string()) != "worker_error")
+                m_infraFailures = 0;
+            return last;
+        }
+        ++m_infraFailures;
+        reasons.push_back(last["failure"].value("message", std::string()));
+        if (m_cancel)
+            break;
+    }
+    std::string msg = where() + ": " + std::to_string(reasons.size()) + " attempt(s) lost to the infrastructure";
+    if (!reasons.empty())
+        msg += "; last: " + reasons.back();
+    msg += "; check the target with 'hone targets check " + m_config.name + "'";
+    return proto::makeFailure(req.value("id", std::string()), proto::FailureKind::WorkerError,
+        last.contains("failure") ? last["failure"].value("stage", std::string("start")) : "start", msg);
+}
+
+nlohmann::json RemoteExecutor::hello()
+{
+    if (!m_hello.is_null())
+        return m_hello;
+    nlohmann::json req = proto::makeMessage("hello");
+    req["id"] = "hello";
+    WorkerLimits limits = m_config.limits;
+    limits.stageSeconds = 60; // a Slurm allocation and an ssh handshake take their time
+    nlohmann::json reply = request(req, limits);
+    if (reply.value("type", std::string()) != "hello") {
+        std::string why = reply.contains("failure") ? reply["failure"].value("message", std::string()) : reply.dump();
+        throw std::runtime_error("cannot start a worker on " + where() + ": " + why);
+    }
+    m_hello = reply;
+    return m_hello;
+}
+
+nlohmann::json RemoteExecutor::ceilings(const std::string& kind)
+{
+    nlohmann::json req = proto::makeMessage("calibrate");
+    req["id"] = "calibrate";
+    req["kind"] = kind;
+    WorkerLimits limits = m_config.limits;
+    limits.stageSeconds = 300;
+    nlohmann::json reply = request(req, limits);
+    if (reply.value("type", std::string()) != "ceilings") {
+        const std::string why
+            = reply.contains("failure") ? reply["failure"].value("message", reply.dump()) : reply.dump();
+        throw std::runtime_error("calibrating the " + kind + " device on " + where() + " failed: " + why);
+    }
+    return reply;
+}
+
+void RemoteExecutor::reapFinished()
+{
+    for (auto it = m_jobs.begin(); it != m_jobs.end();) {
+        if (it->finished->load()) {
+            it->thread.join();
+            it = m_jobs.erase(it);
+        } else {
+            ++it;
+        }
+    }
+}
+
+void RemoteExecutor::submit(core::EvalJob job)
+{
+    std::lock_guard lock(m_mutex);
+    reapFinished();
+    auto finished = std::make_shared<std::atomic<bool>>(false);
+    std::thread t([this, finished, job = std::move(job)] {
+        struct Done {
+            std::atomic<bool>& flag;
+            ~Done() { flag = true; }
+        } done {*finished};
+        auto start = std::chrono::steady_clock::now();
+        WorkerLimits limits = m_config.limits;
+        if (auto l = job.request.find("limits"); l != job.request.end() && l->is_object()) {
+            limits.compileSeconds = l->value("compile_s", limits.compileSeconds);
+            // Starting a remote worker (handshake, allocation) counts as stage 'start'.
+            limits.stageSeconds = std::max(l->value("run_s", limits.stageSeconds), 30.0);
+        }
+        nlohmann::json result = request(job.request, limits);
+        double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+        if (m_cancel)
+            return;
+        std::lock_guard inner(m_mutex);
+        m_done.push_back(core::EvalDone {job.id, std::move(result), wall});
+        m_cv.notify_all();
+    });
+    m_jobs.push_back(Job {std::move(t), std::move(finished)});
+}
+
+std::optional<core::EvalDone> RemoteExecutor::next(std::chrono::milliseconds timeout)
+{
+    std::unique_lock lock(m_mutex);
+    if (!m_cv.wait_for(lock, timeout, [&] { return !m_done.empty(); }))
+        return std::nullopt;
+    core::EvalDone d = std::move(m_done.front());
+    m_done.pop_front();
+    return d;
+}
+
+void RemoteExecutor::cancelAll()
+{
+    m_cancel = true;
+    std::vector<Job> jobs;
+    {
+        std::lock_guard lock(m_mutex);
+        jobs.swap(m_jobs);
+    }
+    for (auto& j : jobs)
+        if (j.thread.joinable())
+            j.thread.join();
+    std::lock_guard lock(m_mutex);
+    m_done.clear();
+    m_cancel = false;
+}
+
+} // namespace hone::backends

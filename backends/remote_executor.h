@@ -1,0 +1,94 @@
+#pragma once
+
+#include "backends/worker_process.h"
+#include "core/executor.h"
+
+#include <atomic>
+#include <condition_variable>
+#include <deque>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+namespace hone::backends {
+
+/// Where a remote executor starts its workers (docs/REMOTE.md).
+struct RemoteExecutorConfig {
+    enum class Kind { Ssh, Slurm };
+    Kind kind = Kind::Ssh;
+    std::string name;                 // the target's name, for messages
+    // ssh: `ssh [-F sshConfig] host -- WORKER --stdio ...`
+    std::string host;
+    std::string sshConfig;            // empty: the user's own ~/.ssh/config
+    // slurm: `srun [--partition P] [--gres=gpu:N] --time T --job-name hone-eval-... -- WORKER --stdio ...`
+    std::string partition;            // empty: the cluster's default partition
+    int gpusPerTask = 0;
+    std::string timeLimit = "30";     // srun --time (Slurm's formats: minutes, H:MM:SS, ...)
+    std::vector<std::string> extraArgs; // appended to the ssh or srun options
+    // Both: the worker on the remote side.
+    std::string workerPath = "hone-worker";
+    std::string cacheDir;             // remote path; empty: the worker's default
+    int parallel = 1;
+    int retries = 2;                  // extra attempts after an infrastructure failure
+    double retryDelaySeconds = 1;     // waits attempt * this between attempts
+    WorkerLimits limits;              // stage limits apply from here; the RSS watch sees only the
+                                      // local ssh/srun process, so memory is not limited remotely
+};
+
+/// Runs every evaluation through a fresh remote worker: one ssh connection or one Slurm job step
+/// per request, streaming the JSON-lines protocol (runWorker). The worker runs inside a small
+/// shell wrapper that reports its exit status or signal on stderr, which tells a candidate that
+/// killed its worker (a crash, as locally) from a transport that lost it: ssh exit 255, srun
+/// errors, a cancelled or preempted job, a node that never answered. Transport failures are
+/// retried `retries` times, then the job fails with kind worker_error naming the target and the
+/// reason; the session goes on.
+class RemoteExecutor final : public core::Executor {
+public:
+    explicit RemoteExecutor(RemoteExecutorConfig config);
+    ~RemoteExecutor() override;
+
+    nlohmann::json hello() override;
+    nlohmann::json ceilings(const std::string& kind) override;
+    int slotCount() const override { return m_config.parallel; }
+    void submit(core::EvalJob job) override;
+    std::optional<core::EvalDone> next(std::chrono::milliseconds timeout) override;
+    void cancelAll() override;
+
+    /// The command line of one attempt; `tag` makes a Slurm job name unique.
+    WorkerCommand command(const std::string& tag) const;
+
+    /// Runs one request with retries (what submit does on its thread); public for `targets check`.
+    nlohmann::json request(const nlohmann::json& req, const WorkerLimits& limits);
+
+    /// Infrastructure failures since the last success (0: healthy).
+    int consecutiveInfraFailures() const { return m_infraFailures.load(); }
+
+    const RemoteExecutorConfig& config() const { return m_config; }
+
+private:
+    /// One attempt; `infra` is set when the transport, not the worker, failed.
+    nlohmann::json attempt(const nlohmann::json& req, const WorkerLimits& limits, bool& infra);
+    std::string where() const;
+
+    RemoteExecutorConfig m_config;
+    std::mutex m_mutex;
+    std::condition_variable m_cv;
+    std::deque<core::EvalDone> m_done; // guarded by m_mutex
+    struct Job {
+        std::thread thread;
+        std::shared_ptr<std::atomic<bool>> finished;
+    };
+    void reapFinished();               // m_mutex held
+    std::vector<Job> m_jobs;           // guarded by m_mutex
+    std::atomic<bool> m_cancel {false};
+    std::atomic<int> m_infraFailures {0};
+    std::atomic<long> m_attempts {0};
+    nlohmann::json m_hello;
+};
+
+/// Shell-quotes one word for a POSIX shell ('...' with embedded quotes escaped).
+std::string shellQuote(const std::string& word);
+
+} // namespace hone::backends
