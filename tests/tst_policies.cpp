@@ -1,0 +1,237 @@
+#include "core/replay.h"
+#include "core/selection_policy.h"
+
+#include <QtTest>
+
+#include <cmath>
+#include <set>
+
+using namespace hone::core;
+
+namespace {
+
+const char* kSource = "// hone:knob A = 1 | 2 | 4 | 8\n"
+                      "// hone:knob B = 1 | 2 | 4 | 8\n"
+                      "// hone:knob C = x | y\n"
+                      "// hone:require A * B <= 16\n";
+
+NodeId addNode(SearchTree& t, NodeId parent, KnobValues knobs, bool ok, double speedup)
+{
+    Node n;
+    n.parent = parent;
+    n.sourceHash = "src";
+    n.knobs = std::move(knobs);
+    n.origin = parent == 0 ? "seed" : "mutation";
+    NodeId id = t.add(n);
+    t.setResult(id, ok, speedup, ok ? "" : "compile_error");
+    return id;
+}
+
+/// A fixed landscape over the knobs, peaked at A=4, B=4, C=y (speedup 32).
+double landscape(const KnobValues& k)
+{
+    double a = std::stod(k.at("A")), b = std::stod(k.at("B"));
+    return (k.at("C") == "y" ? 2.0 : 1.0) * 16.0 / (1.0 + std::abs(a - 4.0) + std::abs(b - 4.0));
+}
+
+/// Every admissible assignment of kSource, recorded with the landscape's speedup, except those
+/// with A = 8 (so that some candidates are answered by their nearest neighbour).
+ReplayTable syntheticTable()
+{
+    ReplayTable table;
+    KnobSpace space = parseKnobSpace(kSource, "s.cpp");
+    table.addSource("src", space);
+    table.addSeed({"src", "s.cpp", {{"A", "1"}, {"B", "1"}, {"C", "x"}}, ""});
+    for (const char* a : {"1", "2", "4"})
+        for (const char* b : {"1", "2", "4", "8"})
+            for (const char* c : {"x", "y"}) {
+                KnobValues k {{"A", a}, {"B", b}, {"C", c}};
+                if (space.admits(k))
+                    table.addResult("src", k, "", {true, landscape(k), ""});
+            }
+    return table;
+}
+
+} // namespace
+
+class TestPolicies : public QObject {
+    Q_OBJECT
+private slots:
+    void unknownPolicyNamesTheKnownOnes()
+    {
+        try {
+            makeSelectionPolicy("annealing");
+            QFAIL("an unknown policy was accepted");
+        } catch (const std::invalid_argument& e) {
+            QVERIFY(std::string(e.what()).find("'annealing'") != std::string::npos);
+            QVERIFY(std::string(e.what()).find("uct, evolutionary, greedy or random") != std::string::npos);
+        }
+        for (const auto& name : selectionPolicyNames())
+            QCOMPARE(makeSelectionPolicy(name)->name(), name);
+    }
+
+    void policiesExpandOnlyOpenNodes_data()
+    {
+        QTest::addColumn<QString>("policy");
+        for (const auto& name : selectionPolicyNames())
+            QTest::addRow("%s", name.c_str()) << QString::fromStdString(name);
+    }
+
+    /// Failed, exhausted and pruned nodes, and everything under a pruned node, are never chosen,
+    /// however fast they are; once nothing is open every policy says so.
+    void policiesExpandOnlyOpenNodes()
+    {
+        QFETCH(QString, policy);
+        SearchTree t;
+        NodeId open = addNode(t, 0, {{"A", "1"}}, true, 1.0);
+        addNode(t, 0, {{"A", "2"}}, false, 0.0);
+        NodeId pruned = addNode(t, 0, {{"A", "4"}}, true, 3.0);
+        NodeId underPruned = addNode(t, pruned, {{"A", "8"}}, true, 5.0);
+        NodeId exhausted = addNode(t, 0, {{"B", "2"}}, true, 2.0);
+        t.node(pruned).pruned = true;
+        t.markExhausted(exhausted);
+        QCOMPARE(expandableNodes(t), std::vector<NodeId> {open});
+        Q_UNUSED(underPruned);
+
+        auto p = makeSelectionPolicy(policy.toStdString());
+        for (uint64_t s = 0; s < 50; ++s) {
+            std::mt19937_64 rng(s);
+            QCOMPARE(p->select(t, rng), std::optional<NodeId>(open));
+        }
+        t.markExhausted(open);
+        std::mt19937_64 rng(1);
+        QVERIFY(!p->select(t, rng).has_value());
+    }
+
+    void greedyTakesTheFastest()
+    {
+        SearchTree t;
+        addNode(t, 0, {{"A", "1"}}, true, 1.0);
+        NodeId fast = addNode(t, 0, {{"A", "2"}}, true, 3.0);
+        NodeId child = addNode(t, fast, {{"A", "4"}}, true, 2.5);
+        auto p = makeSelectionPolicy("greedy");
+        std::mt19937_64 rng(1);
+        QCOMPARE(p->select(t, rng), std::optional<NodeId>(fast));
+        t.markExhausted(fast);
+        QCOMPARE(p->select(t, rng), std::optional<NodeId>(child));
+    }
+
+    void randomDrawsEveryOpenNodeEvenly()
+    {
+        SearchTree t;
+        std::vector<NodeId> ids {addNode(t, 0, {{"A", "1"}}, true, 1.0), addNode(t, 0, {{"A", "2"}}, true, 9.0),
+            addNode(t, 0, {{"A", "4"}}, true, 0.5)};
+        auto p = makeSelectionPolicy("random");
+        std::map<NodeId, int> counts;
+        for (uint64_t s = 0; s < 300; ++s) {
+            std::mt19937_64 rng(s);
+            ++counts[*p->select(t, rng)];
+        }
+        QCOMPARE(counts.size(), size_t(3));
+        for (NodeId id : ids)
+            QVERIFY2(counts[id] > 60, qPrintable(QString("node %1 drawn %2 of 300 times").arg(id).arg(counts[id])));
+    }
+
+    /// The archive keeps the best nodes but not near-copies of a better elite; parents come
+    /// only from the archive, and the fastest elite wins more tournaments than the slowest.
+    void evolutionaryArchiveIsDiverse()
+    {
+        SearchTree t;
+        NodeId best = addNode(t, 0, {{"A", "1"}, {"B", "1"}}, true, 5.0);
+        NodeId nearCopy = addNode(t, 0, {{"A", "1"}, {"B", "2"}}, true, 4.9);
+        NodeId distinct = addNode(t, 0, {{"A", "2"}, {"B", "2"}}, true, 4.0);
+        NodeId slow = addNode(t, 0, {{"A", "4"}, {"B", "4"}}, true, 1.0);
+        EvolutionaryPolicy p({2, 2, 2});
+        std::map<NodeId, int> counts;
+        for (uint64_t s = 0; s < 200; ++s) {
+            std::mt19937_64 rng(s);
+            ++counts[*p.select(t, rng)];
+        }
+        QCOMPARE(p.archive(), (std::vector<NodeId> {best, distinct}));
+        QCOMPARE(counts.count(nearCopy), size_t(0));
+        QCOMPARE(counts.count(slow), size_t(0));
+        QVERIFY(counts[best] > counts[distinct]);
+    }
+
+    void nearestRecordedAnswersUnrecorded()
+    {
+        ReplayTable table;
+        table.addSource("src", parseKnobSpace(kSource, "s.cpp"));
+        table.addResult("src", {{"A", "1"}, {"B", "1"}, {"C", "x"}}, "", {true, 1.0, ""});
+        table.addResult("src", {{"A", "1"}, {"B", "2"}, {"C", "x"}}, "", {true, 2.0, ""});
+        table.addResult("src", {{"A", "2"}, {"B", "8"}, {"C", "y"}}, "", {true, 7.0, ""});
+        bool exact = true;
+        auto o = table.lookup("src", {{"A", "1"}, {"B", "2"}, {"C", "x"}}, "", &exact);
+        QVERIFY(exact);
+        QCOMPARE(o.speedup, 2.0);
+        // One knob away from both 1.0 and 2.0: the tie goes to the slower.
+        o = table.lookup("src", {{"A", "1"}, {"B", "4"}, {"C", "x"}}, "", &exact);
+        QVERIFY(!exact);
+        QCOMPARE(o.speedup, 1.0);
+        o = table.lookup("other", {{"A", "1"}}, "", &exact);
+        QVERIFY(!o.ok);
+        QCOMPARE(o.failureKind, std::string("not_recorded"));
+        QCOMPARE(table.bestSpeedup(), 7.0);
+    }
+
+    void replayIsDeterministic_data()
+    {
+        QTest::addColumn<QString>("policy");
+        for (const auto& name : selectionPolicyNames())
+            QTest::addRow("%s", name.c_str()) << QString::fromStdString(name);
+    }
+
+    /// Same seed: the same tree node for node. Other seeds: other trees.
+    void replayIsDeterministic()
+    {
+        QFETCH(QString, policy);
+        ReplayTable table = syntheticTable();
+        ReplayOptions o;
+        o.policy = policy.toStdString();
+        o.budget = 15;
+        o.seed = 7;
+        auto a = replaySearch(table, o);
+        auto b = replaySearch(table, o);
+        QCOMPARE(a.sequence.size(), size_t(15));
+        QCOMPARE(a.sequence, b.sequence);
+        QCOMPARE(a.tree.size(), b.tree.size());
+        for (size_t i = 0; i < a.tree.size(); ++i)
+            QCOMPARE(a.tree.node(static_cast<NodeId>(i)).parent, b.tree.node(static_cast<NodeId>(i)).parent);
+        std::set<std::vector<std::string>> others;
+        for (uint64_t s = 1; s <= 5; ++s) {
+            o.seed = s;
+            others.insert(replaySearch(table, o).sequence);
+        }
+        QVERIFY(others.size() > 1);
+    }
+
+    void replayReportsEvaluationsToBest_data()
+    {
+        QTest::addColumn<QString>("policy");
+        for (const auto& name : selectionPolicyNames())
+            QTest::addRow("%s", name.c_str()) << QString::fromStdString(name);
+    }
+
+    /// With a budget as large as the space, every policy reaches the peak; the counts are
+    /// 1-based evaluation indices and reaching within 5% never comes after reaching the best.
+    void replayReportsEvaluationsToBest()
+    {
+        QFETCH(QString, policy);
+        ReplayTable table = syntheticTable();
+        QCOMPARE(table.bestSpeedup(), 32.0);
+        ReplayOptions o;
+        o.policy = policy.toStdString();
+        o.budget = 26; // every admissible assignment
+        auto r = replaySearch(table, o);
+        QVERIFY(r.toBest.has_value());
+        QVERIFY(r.toWithin5.has_value());
+        QVERIFY(*r.toWithin5 <= *r.toBest);
+        QCOMPARE(r.speedups[static_cast<size_t>(*r.toBest - 1)], 32.0);
+        QCOMPARE(r.best, 32.0);
+        QVERIFY(r.exactHits < static_cast<int>(r.speedups.size())); // A = 8 is never recorded
+        QCOMPARE(r.speedups.front(), landscape({{"A", "1"}, {"B", "1"}, {"C", "x"}})); // the seed first
+    }
+};
+
+QTEST_GUILESS_MAIN(TestPolicies)
+#include "tst_policies.moc"
