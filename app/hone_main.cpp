@@ -4,7 +4,10 @@
 #include "app/cli_common.h"
 #include "app/bench_cli.h"
 #include "app/kb_cli.h"
+#include "app/kb_source.h"
 #include "app/llm_cli.h"
+#include "app/targets_cli.h"
+#include "app/replay_cli.h"
 #include "backends/local_executor.h"
 #include "core/engine.h"
 #include "core/knobs.h"
@@ -46,6 +49,9 @@ struct Globals {
     std::string cacheDir;
     bool skills = true; // skills from the knowledge base bias the knob search; a gain writes one back
     double memoryMiB = 0; // 0: 4096 MiB for CPU workers, 16384 for GPU workers (host copies of bench tensors)
+    std::string targetsFile; // --targets (docs/REMOTE.md)
+    std::string on;          // --on TARGET: evaluate on a target of the targets file
+    bool workersGiven = false;
 };
 
 /// Prints a live progress line: in place on a terminal, a line every few evaluations otherwise.
@@ -158,7 +164,14 @@ int cmdRun(const Globals& g, core::RunOptions opts, bool json, std::optional<int
     core::ProblemSpec spec = core::loadProblem(opts.problemDir);
     problemName = spec.name;
     baselineName = spec.baseline;
-    auto exec = makeExecutor(g, opts.workers, core::resolveTarget(spec, opts.target));
+    std::unique_ptr<core::Executor> exec;
+    if (g.on.empty()) {
+        exec = makeExecutor(g, opts.workers, core::resolveTarget(spec, opts.target));
+    } else {
+        exec = app::makeTargetExecutor(g.targetsFile, g.on, g.workersGiven ? opts.workers : 0,
+            g.worker.empty() ? app::defaultWorkerPath() : g.worker, g.cacheDir);
+        opts.workers = exec->slotCount();
+    }
     core::Engine engine(store, *exec);
     ProgressPrinter printer(json);
     // Skills: priors from earlier sessions on the same family and arch, and a new skill when this
@@ -180,8 +193,13 @@ int cmdRun(const Globals& g, core::RunOptions opts, bool json, std::optional<int
             where.target = target;
             return knowledge::priorFor(*kb, family, knowledge::sessionArch(where), space);
         });
-    auto llmRun = app::attachLlm(engine, opts, llmOutput);
+    std::unique_ptr<app::KbKnowledgeSource> kbSource;
+    if (kb && opts.synth == "llm")
+        kbSource = std::make_unique<app::KbKnowledgeSource>(*kb);
+    auto llmRun = app::attachLlm(engine, opts, llmOutput, kbSource.get());
     core::EngineObserver* observer = llmRun ? llmRun->observer(&printer) : &printer;
+    if (kbSource)
+        observer = kbSource->observer(observer);
     g_engine = &engine;
     std::signal(SIGINT, onInterrupt);
     std::signal(SIGTERM, onInterrupt);
@@ -456,6 +474,7 @@ int main(int argc, char** argv)
     run->add_option("--budget", opts.budget, "evaluations, seeds and cache hits included")->check(CLI::Range(1, 1000000));
     run->add_option("--workers", opts.workers, "parallel evaluations")->check(CLI::Range(1, 256));
     run->add_option("--seed", opts.seed, "random seed of the search");
+    run->add_option("--policy", opts.policy, "selection policy: uct, evolutionary, greedy or random")->check(CLI::IsMember({"uct", "evolutionary", "greedy", "random"}));
     run->add_option("--target-speedup", opts.targetSpeedup, "stop once this speedup is reached");
     run->add_option("--stall", opts.stall, "stop after N evaluations without a 1% gain (0: never)");
     run->add_option("--time-limit", opts.timeLimitSeconds, "stop after this many seconds");
@@ -496,6 +515,11 @@ int main(int argc, char** argv)
     hone::app::addKbCommands(app, g.store);
     app::TrajectoryOptions trajectories;
     auto* exportTrajectories = app::addTrajectoryCommand(app, trajectories);
+    app::TargetsCliOptions targetsOpts;
+    auto* targets = app::addTargetsCommand(app, targetsOpts);
+    run->add_option("--on", g.on, "evaluate on TARGET of the targets file, or split the session across TARGET,TARGET,... (--targets; docs/REMOTE.md)");
+    resume->add_option("--on", g.on, "evaluate on TARGET of the targets file, or split the session across TARGET,TARGET,... (--targets; docs/REMOTE.md)");
+    app::addReplayCommand(app, g.store);
 
     try {
         app.parse(argc, argv);
@@ -503,7 +527,11 @@ int main(int argc, char** argv)
         return app.exit(e);
     }
     try {
+        g.targetsFile = targetsOpts.file;
+        if (*targets)
+            return app::runTargets(targetsOpts, g.worker.empty() ? app::defaultWorkerPath() : g.worker);
         if (*run) {
+            g.workersGiven = run->count("--workers") > 0;
             opts.problemDir = problem;
             app::applyLlmOptions(llmOpts, opts);
             return cmdRun(g, opts, json, std::nullopt, 0, llmOpts);

@@ -335,7 +335,7 @@ void applyLlmOptions(const LlmCliOptions& llm, core::RunOptions& o)
 }
 
 std::unique_ptr<LlmRun> attachLlm(
-    core::Engine& engine, const core::RunOptions& o, const LlmCliOptions& output)
+    core::Engine& engine, const core::RunOptions& o, const LlmCliOptions& output, core::KnowledgeSource* knowledge)
 {
     if (o.synth == "knob")
         return nullptr;
@@ -378,7 +378,7 @@ std::unique_ptr<LlmRun> attachLlm(
     run->log = std::make_unique<LlmLog>(output.logPrompts, output.logStream);
     run->client = llm::makeClient(std::move(cfg));
     run->synth = std::make_unique<core::LlmSynthesizer>(
-        *run->client, core::PromptBuilder(std::move(templates)), sc, nullptr, run->log.get());
+        *run->client, core::PromptBuilder(std::move(templates)), sc, knowledge, run->log.get());
     engine.setSynthesizer(run->synth.get());
     return run;
 }

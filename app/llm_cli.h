@@ -1,6 +1,7 @@
 #pragma once
 
 #include "core/engine.h"
+#include "core/prompt_builder.h"
 
 #include <nlohmann/json.hpp>
 
@@ -64,8 +65,9 @@ public:
 
 /// For options.synth == "llm": builds the client from options.llm (the key from its
 /// environment variable) and attaches a synthesizer to `engine`. nullptr for "knob".
-std::unique_ptr<LlmRun> attachLlm(
-    core::Engine& engine, const core::RunOptions& options, const LlmCliOptions& output);
+/// `knowledge` (may be null) feeds retrieved hardware knowledge and skills into the prompts.
+std::unique_ptr<LlmRun> attachLlm(core::Engine& engine, const core::RunOptions& options, const LlmCliOptions& output,
+    core::KnowledgeSource* knowledge = nullptr);
 
 /// Calls, tokens, cost, repairs of a session.
 nlohmann::json llmSummaryJson(const core::Store& store, int64_t session);

@@ -8,6 +8,7 @@
 #include <cmath>
 #include <deque>
 #include <map>
+#include <thread>
 
 namespace hone::core {
 namespace {
@@ -151,6 +152,11 @@ void Engine::setup(const RunOptions& options)
         throw std::runtime_error("--synth " + m_options.synth
             + " needs a synthesizer that this front end did not provide; use --synth knob");
     m_spec = std::make_shared<const ProblemSpec>(spec);
+    try {
+        m_policy = makeSelectionPolicy(m_options.policy, m_options.uct);
+    } catch (const std::invalid_argument& e) {
+        throw std::runtime_error(e.what());
+    }
     m_outcomes.clear();
     m_rejected.clear();
     m_replies.clear();
@@ -443,10 +449,13 @@ Report Engine::loop(EngineObserver* observer)
         if (external)
             return proposeExternal(observer, stopReason);
         for (int tries = 0; tries < 1000; ++tries) {
-            auto sel = m_tree.select(m_options.uct);
+            // One generator per proposal index: resume and replay make the same choice. The
+            // policy draws from its own, so a policy that draws nothing (uct) leaves the
+            // synthesizer's choices as they were.
+            std::mt19937_64 pick(selectionSeed(m_options.seed, m_nextSeq));
+            auto sel = selectNext(pick);
             if (!sel)
                 return std::nullopt;
-            // One generator per proposal index: resume and replay make the same choice.
             std::mt19937_64 rng(m_options.seed * 0x9E3779B97F4A7C15ull + static_cast<uint64_t>(m_nextSeq));
             auto p = m_synth.propose(m_tree, *sel, rng);
             if (!p) {
@@ -531,6 +540,7 @@ Report Engine::loop(EngineObserver* observer)
         ready.emplace(k, std::move(a));
     };
 
+    bool paused = false;
     while (true) {
         if (m_stopRequested && stopReason.empty())
             stopReason = "stopped by request";
@@ -541,7 +551,21 @@ Report Engine::loop(EngineObserver* observer)
         // Results the next proposal must see.
         while (kApply <= kNext - W && applyNext()) {
         }
+        // Steering commands posted so far, including from the observer of those results.
+        applySteering(observer, requeue, paused, exhausted, stopReason);
         bool budgetLeft = m_alreadyEvaluated + kNext < m_options.budget;
+        if (paused && stopReason.empty() && !exhausted && budgetLeft) {
+            // Paused: apply what arrives, propose nothing, keep listening for commands.
+            while (applyNext()) {
+            }
+            if (kApply == kNext) {
+                emitProgress();
+                std::this_thread::sleep_for(std::chrono::milliseconds(50));
+            } else {
+                waitForResult();
+            }
+            continue;
+        }
         bool proposing = stopReason.empty() && !exhausted && budgetLeft;
         if (proposing && kApply > kNext - W) {
             auto id = propose();

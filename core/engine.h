@@ -5,9 +5,12 @@
 #include "core/knob_synth.h"
 #include "core/protocol.h"
 #include "core/search_tree.h"
+#include "core/selection_policy.h"
+#include "core/steering.h"
 #include "core/synthesizer.h"
 
 #include <atomic>
+#include <deque>
 #include <functional>
 #include <filesystem>
 #include <memory>
@@ -118,6 +121,14 @@ public:
     /// Thread-safe: the loop stops after the evaluations in flight.
     void requestStop() { m_stopRequested = true; }
 
+    /// Thread-safe: queues a steering command, applied before the next proposal and logged in
+    /// the store (docs/SEARCH.md, "Steering").
+    void steer(SteeringCommand command) { m_steering.post(std::move(command)); }
+
+    /// The engineer's hints (steering) for the subtree `node` is in: its own and its
+    /// ancestors', oldest first.
+    std::vector<std::string> subtreeHints(NodeId node) const;
+
     /// Where children come from when RunOptions::synth is not "knob". Not owned; set before
     /// run() or resume().
     void setSynthesizer(Synthesizer* synth) { m_external = synth; }
@@ -138,6 +149,15 @@ private:
     Report loop(EngineObserver* observer);
     void setup(const RunOptions& options);
 
+    /// Applies the queued steering commands (engine_steering.cpp). Manual children go to the
+    /// front of `requeue`.
+    void applySteering(EngineObserver* observer, std::deque<NodeId>& requeue, bool& paused, bool& exhausted,
+        std::string& stopReason);
+    std::string addManualChild(const SteeringCommand& c, EngineObserver* observer, std::deque<NodeId>& requeue,
+        NodeId& child);
+    /// A boosted node if one is still open, else the policy's choice.
+    std::optional<NodeId> selectNext(std::mt19937_64& pick);
+
     // The external synthesizer path (engine_synth.cpp).
     void beginExternal();
     std::optional<NodeId> proposeExternal(EngineObserver* observer, std::string& stopReason);
@@ -154,6 +174,10 @@ private:
     std::atomic<bool> m_stopRequested {false};
     SearchTree m_tree;
     KnobSynthesizer m_synth;
+    std::unique_ptr<SelectionPolicy> m_policy; // from RunOptions::policy
+    SteeringQueue m_steering;
+    std::map<NodeId, std::vector<std::string>> m_hints; // steering hints by node
+    std::deque<NodeId> m_boosted;                      // expanded next, in order
     RunOptions m_options;
     int64_t m_session = 0;
     std::string m_problemHash;

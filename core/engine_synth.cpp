@@ -67,7 +67,8 @@ std::optional<NodeId> Engine::proposeExternal(EngineObserver* observer, std::str
                 return addProposal(std::move(*p), observer);
         }
         for (int tries = 0; tries < 1000; ++tries) {
-            auto sel = m_tree.select(m_options.uct);
+            std::mt19937_64 pick(selectionSeed(m_options.seed, m_nextSeq));
+            auto sel = selectNext(pick);
             if (!sel)
                 return std::nullopt;
             auto p = m_external->propose(synthRequest(*sel, m_memoryOp));
@@ -171,6 +172,7 @@ MemoryContext Engine::memoryContext(NodeId node, MemoryOperator op) const
 {
     MemoryContext ctx;
     ctx.op = op;
+    ctx.hints = subtreeHints(node);
     if (op == MemoryOperator::Restart)
         return ctx;
     ctx.entries.push_back(memoryEntry(node, "parent"));

@@ -496,7 +496,9 @@ std::map<std::string, std::string> PromptBuilder::commonValues(const PromptInput
     v["operator"] = memoryOperatorName(in.memory.op);
     v["task"] = taskText(in.memory.op);
     v["knowledge"] = bullets(in.knowledge);
-    v["hints"] = bullets(in.hints);
+    std::vector<std::string> hints = in.hints;
+    hints.insert(hints.end(), in.memory.hints.begin(), in.memory.hints.end()); // steering, this subtree
+    v["hints"] = bullets(hints);
     std::string libs;
     if (in.problem)
         for (const auto& l : in.problem->allowedLibraries)

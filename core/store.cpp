@@ -180,6 +180,20 @@ CREATE TABLE llm_calls (
 );
 CREATE INDEX llm_calls_by_node ON llm_calls(session_id, node_id);
 )sql",
+    // 3: steering commands (pause, prune, hint, manual child...) with their time and author.
+    R"sql(
+CREATE TABLE steering (
+    id INTEGER PRIMARY KEY,
+    session_id INTEGER NOT NULL REFERENCES sessions(id),
+    node_id INTEGER NOT NULL DEFAULT -1,
+    command TEXT NOT NULL,
+    payload TEXT NOT NULL DEFAULT '{}',
+    author TEXT NOT NULL DEFAULT '',
+    outcome TEXT NOT NULL DEFAULT '',
+    created_at TEXT NOT NULL
+);
+CREATE INDEX steering_by_session ON steering(session_id, id);
+)sql",
 };
 
 SessionRecord readSession(const Stmt& s)
@@ -518,6 +532,38 @@ LlmTotals Store::llmTotals(int64_t sessionId) const
         t.costUsd = s.real(3);
     }
     return t;
+}
+
+int64_t Store::insertSteering(int64_t sessionId, const SteeringRecord& r)
+{
+    Stmt s(m_db, "INSERT INTO steering(session_id, node_id, command, payload, author, outcome, created_at) "
+                 "VALUES(?,?,?,?,?,?,?)");
+    s.bind(1, sessionId).bind(2, r.nodeId).bind(3, r.command).bind(4, r.payload.dump()).bind(5, r.author);
+    s.bind(6, r.outcome).bind(7, r.createdAt.empty() ? nowIso() : r.createdAt);
+    s.run();
+    return sqlite3_last_insert_rowid(m_db);
+}
+
+std::vector<SteeringRecord> Store::steering(int64_t sessionId) const
+{
+    Stmt s(m_db, "SELECT id, node_id, command, payload, author, outcome, created_at FROM steering "
+                 "WHERE session_id = ? ORDER BY id");
+    s.bind(1, sessionId);
+    std::vector<SteeringRecord> out;
+    while (s.step()) {
+        SteeringRecord r;
+        r.id = s.integer(0);
+        r.nodeId = s.integer(1);
+        r.command = s.text(2);
+        r.payload = nlohmann::json::parse(s.text(3), nullptr, false);
+        if (r.payload.is_discarded())
+            r.payload = nlohmann::json::object();
+        r.author = s.text(4);
+        r.outcome = s.text(5);
+        r.createdAt = s.text(6);
+        out.push_back(std::move(r));
+    }
+    return out;
 }
 
 } // namespace hone::core

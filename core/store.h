@@ -96,6 +96,17 @@ struct LlmCallRecord {
     std::string createdAt;
 };
 
+/// A steering command as applied by the engine (docs/SEARCH.md, "Steering").
+struct SteeringRecord {
+    int64_t id = 0;
+    int64_t nodeId = -1;        // the node it names; for a manual child, the child; -1 when none
+    std::string command;        // pause | resume | prune | boost | hint | manual_child | stop
+    nlohmann::json payload = nlohmann::json::object(); // hint text, knobs, source name...
+    std::string author;
+    std::string outcome;        // applied | rejected: why
+    std::string createdAt;
+};
+
 struct LlmTotals {
     int calls = 0;
     int64_t tokensIn = 0;
@@ -114,7 +125,7 @@ public:
     Store(const Store&) = delete;
     Store& operator=(const Store&) = delete;
 
-    static constexpr int kSchemaVersion = 2;
+    static constexpr int kSchemaVersion = 3;
     int schemaVersion() const;
     const std::filesystem::path& path() const { return m_path; }
 
@@ -145,6 +156,11 @@ public:
     /// In call order.
     std::vector<LlmCallRecord> llmCalls(int64_t sessionId) const;
     LlmTotals llmTotals(int64_t sessionId) const;
+
+    /// Returns the command's row id.
+    int64_t insertSteering(int64_t sessionId, const SteeringRecord& record);
+    /// In the order applied.
+    std::vector<SteeringRecord> steering(int64_t sessionId) const;
 
 private:
     void migrate();

@@ -54,6 +54,7 @@ struct MemoryEntry {
 struct MemoryContext {
     MemoryOperator op = MemoryOperator::Inherit;
     std::vector<MemoryEntry> entries; // the expanded node first
+    std::vector<std::string> hints; // the engineer's for this subtree (steering), oldest first
 };
 
 /// What stays fixed over a session: the problem and the machine.

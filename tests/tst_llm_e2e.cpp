@@ -6,6 +6,8 @@
 #include "core/store.h"
 #include "tst_llm_server.h"
 
+#include "knowledge/knowledge_base.h"
+
 #include <QProcess>
 #include <QTemporaryDir>
 #include <QtTest>
@@ -256,6 +258,39 @@ private slots:
             QVERIFY2(text.find(kKey.substr(12, 12)) == std::string::npos,
                 ("part of the key leaked into " + where).c_str());
         }
+    }
+
+    // With the seed corpus in the knowledge base, the prompts carry retrieved knowledge, and
+    // the hits a model call was built with are recorded against the node it produced.
+    void knowledgeFeedsPromptsAndHitsAreRecorded()
+    {
+        const std::string saved = m_store;
+        m_store = m_tmp.path().toStdString() + "/kb-store.db";
+        Run added = hone({ "kb", "add", QString(HONE_SOURCE_DIR) + "/resources/knowledge" });
+        QVERIFY2(added.exitCode == 0, (added.out + added.err).c_str());
+
+        ScriptedLlmServer server;
+        server.requireKey(kKey);
+        server.knownModels({ kModel });
+        server.push(kernelReply("softmax_fast.cpp"));
+        Run r = hone(runArgs(server.url(), 3) << "--json"
+                                              << "--llm-log-prompts");
+        m_store = saved;
+        QVERIFY2(r.exitCode == 0, r.err.c_str());
+        const int64_t session = nlohmann::json::parse(r.out)["session"].get<int64_t>();
+        // The propose prompt's Knowledge section holds corpus text found for a CPU softmax.
+        const size_t at = r.err.find("# Knowledge");
+        QVERIFY2(at != std::string::npos, r.err.c_str());
+        hone::knowledge::KnowledgeBase kb(m_tmp.path().toStdString() + "/kb-store.db");
+        const auto hits = kb.hits(session);
+        QVERIFY(!hits.empty());
+        QVERIFY(hits.size() <= 3);
+        QCOMPARE(hits.front().node, int64_t(3)); // the model's first node (seeds are #1 and #2)
+        QCOMPARE(hits.front().rank, 1);
+        QVERIFY(hits.front().query.find("family=softmax") != std::string::npos);
+        const auto chunk = kb.chunk(hits.front().chunkId);
+        QVERIFY(chunk.has_value());
+        QVERIFY2(r.err.find(chunk->heading) != std::string::npos, chunk->heading.c_str());
     }
 
     void anthropicProtocolThroughTheCli()

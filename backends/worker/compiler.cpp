@@ -303,45 +303,67 @@ CompileOutput HostCompiler::compile(const CompileJob& job)
     const std::string key
         = core::sha256Hex("hone-compile-1\n" + version + "\n" + m_compiler + "\n" + m_machineId + "\n"
             + join(keyMiddle) + "\n" + core::sha256Hex(embedded::kKernelHeader) + "\n" + job.source);
-    const fs::path soDir = m_cacheDir / "so";
-    const fs::path soPath = soDir / (key + ".so");
-    const fs::path logPath = soDir / (key + ".log");
+    CachedCompile c;
+    c.cacheDir = m_cacheDir;
+    c.subdir = "so";
+    c.key = key;
+    c.compiler = m_compiler;
+    c.middle = middle;
+    c.sourceName = srcName;
+    c.source = job.source;
+    c.timeLimitSeconds = job.timeLimitSeconds;
+    c.cleanLog = plainQuotes;
+    c.parseLog = [](CompileOutput& o) { o.messages = parseDiagnostics(o.log); };
+    return runCachedCompile(c);
+}
 
-    std::vector<std::string> shown = { m_compiler };
-    shown.insert(shown.end(), middle.begin(), middle.end());
-    shown.insert(shown.end(), { "-o", soPath.string(), srcName });
+CompileOutput runCachedCompile(const CachedCompile& c)
+{
+    CompileOutput out;
+    const fs::path soDir = c.cacheDir / c.subdir;
+    const fs::path soPath = soDir / (c.key + ".so");
+    const fs::path logPath = soDir / (c.key + ".log");
+    std::vector<std::string> shown = { c.compiler };
+    shown.insert(shown.end(), c.middle.begin(), c.middle.end());
+    shown.insert(shown.end(), { "-o", soPath.string(), c.sourceName });
+    shown.insert(shown.end(), c.tail.begin(), c.tail.end());
     out.command = join(shown);
     out.objectPath = soPath.string();
+    auto parse = [&] {
+        if (c.parseLog)
+            c.parseLog(out);
+    };
 
     std::error_code ec;
     if (fs::exists(soPath, ec)) {
         out.ok = true;
         out.cached = true;
         out.log = readFile(logPath);
-        out.messages = parseDiagnostics(out.log);
+        parse();
         return out;
     }
 
     fs::create_directories(soDir);
-    fs::create_directories(m_cacheDir / "tmp");
-    std::string tmpl = (m_cacheDir / "tmp" / "compile-XXXXXX").string();
+    fs::create_directories(c.cacheDir / "tmp");
+    std::string tmpl = (c.cacheDir / "tmp" / "compile-XXXXXX").string();
     if (!::mkdtemp(tmpl.data())) {
-        out.toolError = "cannot create a build directory under " + (m_cacheDir / "tmp").string();
+        out.toolError = "cannot create a build directory under " + (c.cacheDir / "tmp").string();
         return out;
     }
     const fs::path buildDir = tmpl;
     {
-        std::ofstream src(buildDir / srcName, std::ios::binary);
-        src << job.source;
+        std::ofstream src(buildDir / c.sourceName, std::ios::binary);
+        src << c.source;
     }
-    std::vector<std::string> argv = { m_compiler };
-    argv.insert(argv.end(), middle.begin(), middle.end());
-    argv.insert(argv.end(), { "-o", (buildDir / "out.so").string(), srcName });
+    std::vector<std::string> argv = { c.compiler };
+    argv.insert(argv.end(), c.middle.begin(), c.middle.end());
+    argv.insert(argv.end(), { "-o", (buildDir / "out.so").string(), c.sourceName });
+    argv.insert(argv.end(), c.tail.begin(), c.tail.end());
 
-    const ProcessResult r = runProcess(argv, buildDir.string(), job.timeLimitSeconds);
+    const ProcessResult r = runProcess(argv, buildDir.string(), c.timeLimitSeconds);
     out.seconds = r.seconds;
-    out.log = plainQuotes(r.output);
-    out.messages = parseDiagnostics(out.log);
+    out.log = c.cleanLog ? c.cleanLog(r.output) : r.output;
+    parse();
     if (!r.started) {
         out.toolError = r.error;
     } else if (r.timedOut) {

@@ -89,6 +89,26 @@ private:
     unsigned m_tmpCounter = 0;
 };
 
+/// One compile into the content-addressed object cache, shared by the host compiler and nvcc:
+/// `compiler middle... -o OBJ source tail...`. A hit returns the cached object with its log; a
+/// miss builds in a fresh directory under cacheDir/tmp and moves the object into place, so other
+/// workers sharing the cache never see a partial one.
+struct CachedCompile {
+    std::filesystem::path cacheDir;
+    std::string subdir; // "so", "cuda-so"
+    std::string key; // content hash of everything that decides the object
+    std::string compiler;
+    std::vector<std::string> middle; // flags before -o
+    std::vector<std::string> tail; // after the source (libraries)
+    std::string sourceName;
+    std::string source;
+    double timeLimitSeconds = 120;
+    /// Cleans the raw log (may be null) and fills messages, resources... from `out.log`.
+    std::string (*cleanLog)(std::string) = nullptr;
+    void (*parseLog)(CompileOutput& out) = nullptr;
+};
+CompileOutput runCachedCompile(const CachedCompile& c);
+
 /// Writes `data` to `path` through a temporary file and rename, so that readers (other
 /// workers sharing the cache) never see a partial file.
 void writeFileAtomically(const std::filesystem::path& path, const std::string& data);

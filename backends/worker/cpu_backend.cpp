@@ -4,12 +4,11 @@
 #include "cpu_backend.h"
 
 #include "calibration.h"
+#include "file_lock.h"
 #include "core/sha256.h"
 #include "system_info.h"
 
 #include <dlfcn.h>
-#include <fcntl.h>
-#include <sys/file.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -36,26 +35,6 @@ public:
 
 private:
     RunFn m_fn;
-};
-
-class FileLock final : public TimingLock {
-public:
-    FileLock(int fd, std::function<void()> onRelease)
-        : m_fd(fd)
-        , m_onRelease(std::move(onRelease))
-    {
-    }
-    ~FileLock() override
-    {
-        if (m_onRelease)
-            m_onRelease();
-        ::flock(m_fd, LOCK_UN);
-        ::close(m_fd);
-    }
-
-private:
-    int m_fd;
-    std::function<void()> m_onRelease;
 };
 
 } // namespace
@@ -200,20 +179,9 @@ void CpuBackend::flushCaches(const std::vector<MemRegion>& workingSet)
 
 std::unique_ptr<TimingLock> CpuBackend::lockForTiming()
 {
-    std::filesystem::create_directories(m_cacheDir);
-    const std::string path = (m_cacheDir / "cpu-timing.lock").string();
-    const int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
-    if (fd < 0)
-        throw std::runtime_error("cannot open the timing lock " + path + ": " + std::strerror(errno));
-    while (::flock(fd, LOCK_EX) != 0) {
-        if (errno != EINTR) {
-            ::close(fd);
-            throw std::runtime_error("cannot lock " + path + ": " + std::strerror(errno));
-        }
-    }
     // The flush buffer (up to 1 GiB) is only needed while timing: give it back after, so the
     // worker's resident size between timing stages stays that of the candidate's data.
-    return std::make_unique<FileLock>(fd, [this] {
+    return lockFile(m_cacheDir / "cpu-timing.lock", true, [this] {
         std::free(m_flushBuffer);
         m_flushBuffer = nullptr;
     });

@@ -4,14 +4,13 @@
 #include "core/knobs.h"
 #include "core/sha256.h"
 #include "cuda_driver.h"
+#include "file_lock.h"
 #include "hone_embedded.h"
 #include "ncu_profile.h"
 #include "process.h"
 
 #include <cxxabi.h>
 #include <dlfcn.h>
-#include <fcntl.h>
-#include <sys/file.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -44,22 +43,6 @@ public:
 
 private:
     RunFn m_fn;
-};
-
-class FlockGuard final : public TimingLock {
-public:
-    explicit FlockGuard(int fd)
-        : m_fd(fd)
-    {
-    }
-    ~FlockGuard() override
-    {
-        ::flock(m_fd, LOCK_UN);
-        ::close(m_fd);
-    }
-
-private:
-    int m_fd;
 };
 
 std::string join(const std::vector<std::string>& parts)
@@ -411,64 +394,21 @@ CompileOutput CudaBackend::compile(const CompileJob& job)
 
     const std::string key = core::sha256Hex("hone-cuda-compile-1\n" + version + "\n" + m_nvcc + "\n"
         + join(keyMiddle) + "\n" + core::sha256Hex(embedded::kKernelHeader) + "\n" + job.source);
-    const fs::path soDir = m_cacheDir / "cuda-so";
-    const fs::path soPath = soDir / (key + ".so");
-    const fs::path logPath = soDir / (key + ".log");
-
-    std::vector<std::string> shown = { m_nvcc };
-    shown.insert(shown.end(), middle.begin(), middle.end());
-    shown.insert(shown.end(), { "-o", soPath.string(), srcName });
-    shown.insert(shown.end(), libs.begin(), libs.end());
-    out.command = join(shown);
-    out.objectPath = soPath.string();
-
-    std::error_code ec;
-    if (fs::exists(soPath, ec)) {
-        out.ok = true;
-        out.cached = true;
-        out.log = readFile(logPath);
-        out.messages = parseNvccDiagnostics(out.log);
-        out.resources = parsePtxasResources(out.log);
-        return out;
-    }
-    fs::create_directories(soDir);
-    fs::create_directories(m_cacheDir / "tmp");
-    std::string tmpl = (m_cacheDir / "tmp" / "nvcc-XXXXXX").string();
-    if (!::mkdtemp(tmpl.data())) {
-        out.toolError = "cannot create a build directory under " + (m_cacheDir / "tmp").string();
-        return out;
-    }
-    const fs::path buildDir = tmpl;
-    {
-        std::ofstream src(buildDir / srcName, std::ios::binary);
-        src << job.source;
-    }
-    std::vector<std::string> argv = { m_nvcc };
-    argv.insert(argv.end(), middle.begin(), middle.end());
-    argv.insert(argv.end(), { "-o", (buildDir / "out.so").string(), srcName });
-    argv.insert(argv.end(), libs.begin(), libs.end());
-    const ProcessResult r = runProcess(argv, buildDir.string(), job.timeLimitSeconds);
-    out.seconds = r.seconds;
-    out.log = r.output;
-    out.messages = parseNvccDiagnostics(out.log);
-    out.resources = parsePtxasResources(out.log);
-    if (!r.started) {
-        out.toolError = r.error;
-    } else if (r.timedOut) {
-        out.timedOut = true;
-    } else if (r.exitCode == 0) {
-        try {
-            writeFileAtomically(logPath, out.log);
-        } catch (const std::exception&) {
-        }
-        fs::rename(buildDir / "out.so", soPath, ec);
-        if (ec)
-            out.toolError = "cannot move the compiled object to " + soPath.string() + ": " + ec.message();
-        else
-            out.ok = true;
-    }
-    fs::remove_all(buildDir, ec);
-    return out;
+    CachedCompile c;
+    c.cacheDir = m_cacheDir;
+    c.subdir = "cuda-so";
+    c.key = key;
+    c.compiler = m_nvcc;
+    c.middle = middle;
+    c.tail = libs;
+    c.sourceName = srcName;
+    c.source = job.source;
+    c.timeLimitSeconds = job.timeLimitSeconds;
+    c.parseLog = [](CompileOutput& o) {
+        o.messages = parseNvccDiagnostics(o.log);
+        o.resources = parsePtxasResources(o.log);
+    };
+    return runCachedCompile(c);
 }
 
 std::unique_ptr<LoadedKernel> CudaBackend::load(const CompileOutput& object, std::string& error, bool& missingEntry)
@@ -692,30 +632,19 @@ void CudaBackend::flushCaches(const std::vector<MemRegion>& workingSet)
     check(d.cuMemsetD32Async(m_flush, ++m_flushRound, m_flushBytes / 4, m_stream), "cuMemsetD32Async (L2 flush)");
 }
 
-std::unique_ptr<TimingLock> CudaBackend::lockFile(bool exclusive)
+std::unique_ptr<TimingLock> CudaBackend::lockDevice(bool exclusive)
 {
-    fs::create_directories(m_cacheDir);
-    const std::string path = (m_cacheDir / ("cuda-" + (m_uuid.empty() ? std::string("none") : m_uuid) + ".lock")).string();
-    const int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
-    if (fd < 0)
-        throw std::runtime_error("cannot open the GPU lock " + path + ": " + std::strerror(errno));
-    while (::flock(fd, exclusive ? LOCK_EX : LOCK_SH) != 0) {
-        if (errno != EINTR) {
-            ::close(fd);
-            throw std::runtime_error("cannot lock " + path + ": " + std::strerror(errno));
-        }
-    }
-    return std::make_unique<FlockGuard>(fd);
+    return lockFile(m_cacheDir / ("cuda-" + (m_uuid.empty() ? std::string("none") : m_uuid) + ".lock"), exclusive);
 }
 
 std::unique_ptr<TimingLock> CudaBackend::lockForTiming()
 {
-    return lockFile(true);
+    return lockDevice(true);
 }
 
 std::unique_ptr<TimingLock> CudaBackend::lockForUse()
 {
-    return lockFile(false);
+    return lockDevice(false);
 }
 
 nlohmann::json CudaBackend::launchProfile(LoadedKernel& kernel, const hone_args& args)

@@ -75,7 +75,7 @@ private:
     void ensureContext();
     /// Throws DeviceFault (sticky errors mark the device lost) or std::runtime_error.
     void check(CUresult code, const char* what);
-    std::unique_ptr<TimingLock> lockFile(bool exclusive);
+    std::unique_ptr<TimingLock> lockDevice(bool exclusive);
 
     std::unique_ptr<cuda::Driver> m_driver;
     std::filesystem::path m_cacheDir;

@@ -1,0 +1,95 @@
+#include "app/kb_source.h"
+
+#include "knowledge/skills.h"
+
+#include <cstdio>
+
+namespace hone::app {
+
+class KbKnowledgeSource::Observer final : public core::EngineObserver {
+public:
+    Observer(KbKnowledgeSource& source, core::EngineObserver* inner)
+        : m_source(source)
+        , m_inner(inner)
+    {
+    }
+    void nodeAdded(const core::Node& n) override
+    {
+        if (m_inner)
+            m_inner->nodeAdded(n);
+    }
+    void nodeEvaluated(const core::Node& n, const core::protocol::EvalSummary& s) override
+    {
+        if (m_inner)
+            m_inner->nodeEvaluated(n, s);
+    }
+    void progressChanged(const core::Progress& p) override
+    {
+        m_source.m_session = p.session;
+        if (m_inner)
+            m_inner->progressChanged(p);
+    }
+    void llmCallRecorded(const core::Node& n, const core::LlmCallRecord& c) override
+    {
+        m_source.recordFor(m_source.m_session, n.id);
+        if (m_inner)
+            m_inner->llmCallRecorded(n, c);
+    }
+
+private:
+    KbKnowledgeSource& m_source;
+    core::EngineObserver* m_inner;
+};
+
+KbKnowledgeSource::KbKnowledgeSource(knowledge::KnowledgeBase& kb, int topK)
+    : m_kb(kb)
+    , m_topK(topK)
+{
+}
+
+KbKnowledgeSource::~KbKnowledgeSource() = default;
+
+std::vector<std::string> KbKnowledgeSource::lookup(const core::KnowledgeQuery& q)
+{
+    knowledge::RetrievalSignals s;
+    s.family = q.family;
+    knowledge::SessionDump where;
+    where.device = q.device;
+    where.target = q.target;
+    s.arch = knowledge::sessionArch(where);
+    s.platform = q.target;
+    s.bound = q.bound;
+    if (q.failureKind == "compile_error")
+        s.compileError = q.failureMessage;
+    else if (!q.failureMessage.empty())
+        s.evidence = q.failureKind + ": " + q.failureMessage;
+    m_pending = m_kb.retrieve(s, m_topK);
+    m_pendingQuery = "family=" + s.family + " arch=" + s.arch + " bound=" + s.bound
+        + (q.failureKind.empty() ? std::string() : " failure=" + q.failureKind);
+    std::vector<std::string> out;
+    for (const auto& h : m_pending) {
+        char score[32];
+        std::snprintf(score, sizeof score, "%.2f", h.score);
+        // The whole chunk (chunks are size-limited at ingestion), else the snippet.
+        const auto chunk = m_kb.chunk(h.chunkId);
+        out.push_back("[" + h.title + (h.heading.empty() ? std::string() : " > " + h.heading) + "] (score " + score
+            + "; " + h.reason + ")\n" + (chunk ? chunk->body : h.snippet));
+    }
+    return out;
+}
+
+void KbKnowledgeSource::recordFor(int64_t session, int64_t node)
+{
+    if (m_pending.empty() || session <= 0)
+        return;
+    m_kb.recordHits(session, node, m_pending, m_pendingQuery);
+    m_pending.clear();
+}
+
+core::EngineObserver* KbKnowledgeSource::observer(core::EngineObserver* inner)
+{
+    m_observer = std::make_unique<Observer>(*this, inner);
+    return m_observer.get();
+}
+
+} // namespace hone::app
