@@ -9,6 +9,14 @@ namespace hone::backends {
 
 LocalExecutor::LocalExecutor(LocalExecutorConfig config)
     : m_config(std::move(config))
+    , m_jobs([this](const core::EvalJob& job) {
+        WorkerLimits limits = m_config.limits;
+        if (auto l = job.request.find("limits"); l != job.request.end() && l->is_object()) {
+            limits.compileSeconds = l->value("compile_s", limits.compileSeconds);
+            limits.stageSeconds = l->value("run_s", limits.stageSeconds);
+        }
+        return runWorker(command(), job.request, limits, m_jobs.cancelled());
+    })
 {
 }
 
@@ -64,69 +72,19 @@ nlohmann::json LocalExecutor::ceilings(const std::string& kind)
     return reply;
 }
 
-void LocalExecutor::reapFinished()
-{
-    for (auto it = m_jobs.begin(); it != m_jobs.end();) {
-        if (it->finished->load()) {
-            it->thread.join();
-            it = m_jobs.erase(it);
-        } else {
-            ++it;
-        }
-    }
-}
-
 void LocalExecutor::submit(core::EvalJob job)
 {
-    std::lock_guard lock(m_mutex);
-    reapFinished();
-    auto finished = std::make_shared<std::atomic<bool>>(false);
-    std::thread t([this, finished, job = std::move(job)] {
-        struct Done {
-            std::atomic<bool>& flag;
-            ~Done() { flag = true; }
-        } done {*finished};
-        auto start = std::chrono::steady_clock::now();
-        WorkerLimits limits = m_config.limits;
-        if (auto l = job.request.find("limits"); l != job.request.end() && l->is_object()) {
-            limits.compileSeconds = l->value("compile_s", limits.compileSeconds);
-            limits.stageSeconds = l->value("run_s", limits.stageSeconds);
-        }
-        nlohmann::json result = runWorker(command(), job.request, limits, &m_cancel);
-        double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-        if (m_cancel)
-            return;
-        std::lock_guard inner(m_mutex);
-        m_done.push_back(core::EvalDone {job.id, std::move(result), wall});
-        m_cv.notify_all();
-    });
-    m_jobs.push_back(Job {std::move(t), std::move(finished)});
+    m_jobs.submit(std::move(job));
 }
 
 std::optional<core::EvalDone> LocalExecutor::next(std::chrono::milliseconds timeout)
 {
-    std::unique_lock lock(m_mutex);
-    if (!m_cv.wait_for(lock, timeout, [&] { return !m_done.empty(); }))
-        return std::nullopt;
-    core::EvalDone d = std::move(m_done.front());
-    m_done.pop_front();
-    return d;
+    return m_jobs.next(timeout);
 }
 
 void LocalExecutor::cancelAll()
 {
-    m_cancel = true;
-    std::vector<Job> jobs;
-    {
-        std::lock_guard lock(m_mutex);
-        jobs.swap(m_jobs);
-    }
-    for (auto& j : jobs)
-        if (j.thread.joinable())
-            j.thread.join();
-    std::lock_guard lock(m_mutex);
-    m_done.clear();
-    m_cancel = false;
+    m_jobs.cancelAll();
 }
 
 } // namespace hone::backends

@@ -1,5 +1,6 @@
 #pragma once
 
+#include "backends/job_threads.h"
 #include "backends/worker_process.h"
 #include "core/executor.h"
 
@@ -40,16 +41,7 @@ public:
 
 private:
     LocalExecutorConfig m_config;
-    std::mutex m_mutex;
-    std::condition_variable m_cv;
-    std::deque<core::EvalDone> m_done;   // guarded by m_mutex
-    struct Job {
-        std::thread thread;
-        std::shared_ptr<std::atomic<bool>> finished;
-    };
-    void reapFinished();                 // joins the threads of finished jobs; m_mutex held
-    std::vector<Job> m_jobs;             // guarded by m_mutex
-    std::atomic<bool> m_cancel {false};
+    JobThreads m_jobs; // after m_config, which its runner reads
     nlohmann::json m_hello;
 };
 

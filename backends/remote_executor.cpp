@@ -68,6 +68,15 @@ std::string shellQuote(const std::string& word)
 
 RemoteExecutor::RemoteExecutor(RemoteExecutorConfig config)
     : m_config(std::move(config))
+    , m_jobs([this](const core::EvalJob& job) {
+        WorkerLimits limits = m_config.limits;
+        if (auto l = job.request.find("limits"); l != job.request.end() && l->is_object()) {
+            limits.compileSeconds = l->value("compile_s", limits.compileSeconds);
+            // Starting a remote worker (handshake, allocation) counts as stage 'start'.
+            limits.stageSeconds = std::max(l->value("run_s", limits.stageSeconds), 30.0);
+        }
+        return request(job.request, limits);
+    })
 {
     m_config.parallel = std::max(1, m_config.parallel);
     m_config.retries = std::max(0, m_config.retries);
@@ -128,7 +137,7 @@ nlohmann::json RemoteExecutor::attempt(const nlohmann::json& req, const WorkerLi
 {
     infra = false;
     const std::string tag = std::to_string(getpid()) + "-" + std::to_string(m_attempts.fetch_add(1));
-    nlohmann::json r = runWorker(command(tag), req, limits, &m_cancel);
+    nlohmann::json r = runWorker(command(tag), req, limits, m_jobs.cancelled());
     const bool slurm = m_config.kind == RemoteExecutorConfig::Kind::Slurm;
     auto f = r.find("failure");
     if (r.value("status", std::string()) != "failed" || f == r.end() || !f->is_object())
@@ -170,7 +179,7 @@ nlohmann::json RemoteExecutor::request(const nlohmann::json& req, const WorkerLi
             // Backoff in small steps so that cancelAll is not held up.
             auto until = std::chrono::steady_clock::now()
                 + std::chrono::milliseconds(static_cast<long>(1000 * m_config.retryDelaySeconds * i));
-            while (std::chrono::steady_clock::now() < until && !m_cancel)
+            while (std::chrono::steady_clock::now() < until && !*m_jobs.cancelled())
                 std::this_thread::sleep_for(std::chrono::milliseconds(50));
         }
         bool infra = false;
@@ -183,7 +192,7 @@ nlohmann::json RemoteExecutor::request(const nlohmann::json& req, const WorkerLi
         }
         ++m_infraFailures;
         reasons.push_back(last["failure"].value("message", std::string()));
-        if (m_cancel)
+        if (*m_jobs.cancelled())
             break;
     }
     std::string msg = where() + ": " + std::to_string(reasons.size()) + " attempt(s) lost to the infrastructure";
@@ -227,70 +236,19 @@ nlohmann::json RemoteExecutor::ceilings(const std::string& kind)
     return reply;
 }
 
-void RemoteExecutor::reapFinished()
-{
-    for (auto it = m_jobs.begin(); it != m_jobs.end();) {
-        if (it->finished->load()) {
-            it->thread.join();
-            it = m_jobs.erase(it);
-        } else {
-            ++it;
-        }
-    }
-}
-
 void RemoteExecutor::submit(core::EvalJob job)
 {
-    std::lock_guard lock(m_mutex);
-    reapFinished();
-    auto finished = std::make_shared<std::atomic<bool>>(false);
-    std::thread t([this, finished, job = std::move(job)] {
-        struct Done {
-            std::atomic<bool>& flag;
-            ~Done() { flag = true; }
-        } done {*finished};
-        auto start = std::chrono::steady_clock::now();
-        WorkerLimits limits = m_config.limits;
-        if (auto l = job.request.find("limits"); l != job.request.end() && l->is_object()) {
-            limits.compileSeconds = l->value("compile_s", limits.compileSeconds);
-            // Starting a remote worker (handshake, allocation) counts as stage 'start'.
-            limits.stageSeconds = std::max(l->value("run_s", limits.stageSeconds), 30.0);
-        }
-        nlohmann::json result = request(job.request, limits);
-        double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-        if (m_cancel)
-            return;
-        std::lock_guard inner(m_mutex);
-        m_done.push_back(core::EvalDone {job.id, std::move(result), wall});
-        m_cv.notify_all();
-    });
-    m_jobs.push_back(Job {std::move(t), std::move(finished)});
+    m_jobs.submit(std::move(job));
 }
 
 std::optional<core::EvalDone> RemoteExecutor::next(std::chrono::milliseconds timeout)
 {
-    std::unique_lock lock(m_mutex);
-    if (!m_cv.wait_for(lock, timeout, [&] { return !m_done.empty(); }))
-        return std::nullopt;
-    core::EvalDone d = std::move(m_done.front());
-    m_done.pop_front();
-    return d;
+    return m_jobs.next(timeout);
 }
 
 void RemoteExecutor::cancelAll()
 {
-    m_cancel = true;
-    std::vector<Job> jobs;
-    {
-        std::lock_guard lock(m_mutex);
-        jobs.swap(m_jobs);
-    }
-    for (auto& j : jobs)
-        if (j.thread.joinable())
-            j.thread.join();
-    std::lock_guard lock(m_mutex);
-    m_done.clear();
-    m_cancel = false;
+    m_jobs.cancelAll();
 }
 
 } // namespace hone::backends

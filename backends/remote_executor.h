@@ -1,5 +1,6 @@
 #pragma once
 
+#include "backends/job_threads.h"
 #include "backends/worker_process.h"
 #include "core/executor.h"
 
@@ -73,19 +74,10 @@ private:
     std::string where() const;
 
     RemoteExecutorConfig m_config;
-    std::mutex m_mutex;
-    std::condition_variable m_cv;
-    std::deque<core::EvalDone> m_done; // guarded by m_mutex
-    struct Job {
-        std::thread thread;
-        std::shared_ptr<std::atomic<bool>> finished;
-    };
-    void reapFinished();               // m_mutex held
-    std::vector<Job> m_jobs;           // guarded by m_mutex
-    std::atomic<bool> m_cancel {false};
     std::atomic<int> m_infraFailures {0};
     std::atomic<long> m_attempts {0};
     nlohmann::json m_hello;
+    JobThreads m_jobs; // last: its threads use the members above
 };
 
 /// Shell-quotes one word for a POSIX shell ('...' with embedded quotes escaped).

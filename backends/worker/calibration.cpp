@@ -88,6 +88,26 @@ std::optional<core::Ceilings> readCachedCeilings(const std::filesystem::path& pa
     return c;
 }
 
+core::Ceilings cachedCeilings(const std::filesystem::path& path, bool force, bool* cached,
+    std::optional<core::Ceilings>& memo, const std::function<core::Ceilings()>& measure)
+{
+    if (cached)
+        *cached = false;
+    if (!force) {
+        if (!memo)
+            memo = readCachedCeilings(path);
+        if (memo) {
+            if (cached)
+                *cached = true;
+            return *memo;
+        }
+    }
+    core::Ceilings c = measure();
+    writeCachedCeilings(path, c);
+    memo = c;
+    return c;
+}
+
 void writeCachedCeilings(const std::filesystem::path& path, const core::Ceilings& ceilings)
 {
     writeFileAtomically(path, core::toJson(ceilings).dump(2) + "\n");

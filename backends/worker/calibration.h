@@ -4,6 +4,7 @@
 #include "core/diagnosis.h"
 
 #include <filesystem>
+#include <functional>
 #include <optional>
 #include <string>
 
@@ -20,5 +21,10 @@ core::Ceilings measureCpuCeilings(
 std::optional<core::Ceilings> readCachedCeilings(const std::filesystem::path& path);
 
 void writeCachedCeilings(const std::filesystem::path& path, const core::Ceilings& ceilings);
+
+/// The ceilings kept at `path`: `memo`, else the file, unless `force`; otherwise `measure()`,
+/// written to `path` and `memo`. `cached` says which.
+core::Ceilings cachedCeilings(const std::filesystem::path& path, bool force, bool* cached,
+    std::optional<core::Ceilings>& memo, const std::function<core::Ceilings()>& measure);
 
 } // namespace hone::backends

@@ -189,30 +189,13 @@ std::unique_ptr<TimingLock> CpuBackend::lockForTiming()
 
 core::Ceilings CpuBackend::ceilings(bool force, bool* cached)
 {
-    if (cached)
-        *cached = false;
     const std::string key
         = core::sha256Hex(m_model + "\n" + std::to_string(m_cores) + "\n" + m_compiler.versionLine());
-    const auto path = m_cacheDir / ("ceilings-cpu-" + key + ".json");
-    if (!force) {
-        if (m_ceilings) {
-            if (cached)
-                *cached = true;
-            return *m_ceilings;
-        }
-        if (auto c = readCachedCeilings(path)) {
-            m_ceilings = c;
-            if (cached)
-                *cached = true;
-            return *c;
-        }
-    }
-    // Measured alone: no other worker may time (or calibrate) on this machine meanwhile.
-    auto lock = lockForTiming();
-    core::Ceilings c = measureCpuCeilings(m_compiler, deviceName(), m_llcBytes);
-    writeCachedCeilings(path, c);
-    m_ceilings = c;
-    return c;
+    return cachedCeilings(m_cacheDir / ("ceilings-cpu-" + key + ".json"), force, cached, m_ceilings, [this] {
+        // Measured alone: no other worker may time (or calibrate) on this machine meanwhile.
+        auto lock = lockForTiming();
+        return measureCpuCeilings(m_compiler, deviceName(), m_llcBytes);
+    });
 }
 
 } // namespace hone::backends

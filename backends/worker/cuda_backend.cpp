@@ -762,56 +762,42 @@ core::Ceilings CudaBackend::ceilings(bool force, bool* cached)
         throw std::runtime_error("no CUDA ceilings: " + unavailableReason());
     const std::string key = core::sha256Hex(
         m_name + "\n" + m_uuid + "\n" + std::to_string(m_driverVersion) + "\n" + compilerVersion());
-    const auto path = m_cacheDir / ("ceilings-cuda-" + key + ".json");
-    if (!force) {
-        if (m_ceilings) {
-            if (cached)
-                *cached = true;
-            return *m_ceilings;
+    return cachedCeilings(m_cacheDir / ("ceilings-cuda-" + key + ".json"), force, cached, m_ceilings, [this] {
+        auto lock = lockForTiming();
+        CompileJob job;
+        job.name = "cuda_ceilings.cu";
+        job.source = std::string(embedded::kCudaCeilingsSource);
+        job.libraries = { "cublasLt" };
+        job.timeLimitSeconds = 300;
+        const CompileOutput built = compile(job);
+        if (!built.ok)
+            throw std::runtime_error("cannot compile the CUDA calibration kernels: " + built.firstError());
+        ensureContext();
+        void* handle = ::dlopen(built.objectPath.c_str(), RTLD_NOW | RTLD_LOCAL);
+        if (!handle) {
+            const char* err = ::dlerror();
+            throw std::runtime_error(std::string("cannot load the CUDA calibration kernels: ") + (err ? err : "?"));
         }
-        if (auto c = readCachedCeilings(path)) {
-            m_ceilings = c;
-            if (cached)
-                *cached = true;
-            return *c;
-        }
-    }
-    auto lock = lockForTiming();
-    CompileJob job;
-    job.name = "cuda_ceilings.cu";
-    job.source = std::string(embedded::kCudaCeilingsSource);
-    job.libraries = { "cublasLt" };
-    job.timeLimitSeconds = 300;
-    const CompileOutput built = compile(job);
-    if (!built.ok)
-        throw std::runtime_error("cannot compile the CUDA calibration kernels: " + built.firstError());
-    ensureContext();
-    void* handle = ::dlopen(built.objectPath.c_str(), RTLD_NOW | RTLD_LOCAL);
-    if (!handle) {
-        const char* err = ::dlerror();
-        throw std::runtime_error(std::string("cannot load the CUDA calibration kernels: ") + (err ? err : "?"));
-    }
-    using Fn = int (*)(void*, double*);
-    auto fn = reinterpret_cast<Fn>(::dlsym(handle, "hone_cuda_ceilings"));
-    if (!fn)
-        throw std::runtime_error("the CUDA calibration object has no hone_cuda_ceilings");
-    double v[3] = { 0, 0, 0 };
-    const int rc = fn(m_stream, v);
-    synchronize();
-    if (rc != 0)
-        throw std::runtime_error("the CUDA calibration kernels failed with status " + std::to_string(rc));
-    core::Ceilings c;
-    c.device = deviceName();
-    c.peakGbps = v[0];
-    c.peakGflops = v[1];
-    c.peakTensorGflops = v[2];
-    c.method = "copy: 1 GiB device-to-device float4 grid-stride copy, median of 15, bytes read + written; "
-               "fma: f32 FMA, 8 chains per thread, "
-        + std::to_string(m_sms * 16) + " blocks of 256, median of 9; tensor: cuBLASLt bf16 8192^3 GEMM, "
-        + "fp32 accumulate, median of 9; built with " + compilerVersion();
-    writeCachedCeilings(path, c);
-    m_ceilings = c;
-    return c;
+        using Fn = int (*)(void*, double*);
+        auto fn = reinterpret_cast<Fn>(::dlsym(handle, "hone_cuda_ceilings"));
+        if (!fn)
+            throw std::runtime_error("the CUDA calibration object has no hone_cuda_ceilings");
+        double v[3] = { 0, 0, 0 };
+        const int rc = fn(m_stream, v);
+        synchronize();
+        if (rc != 0)
+            throw std::runtime_error("the CUDA calibration kernels failed with status " + std::to_string(rc));
+        core::Ceilings c;
+        c.device = deviceName();
+        c.peakGbps = v[0];
+        c.peakGflops = v[1];
+        c.peakTensorGflops = v[2];
+        c.method = "copy: 1 GiB device-to-device float4 grid-stride copy, median of 15, bytes read + written; "
+                   "fma: f32 FMA, 8 chains per thread, "
+            + std::to_string(m_sms * 16) + " blocks of 256, median of 9; tensor: cuBLASLt bf16 8192^3 GEMM, "
+            + "fp32 accumulate, median of 9; built with " + compilerVersion();
+        return c;
+    });
 }
 
 } // namespace hone::backends
