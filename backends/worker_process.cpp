@@ -162,11 +162,10 @@ nlohmann::json runWorker(const WorkerCommand& cmd, const nlohmann::json& request
                         nlohmann::json msg = proto::parseMessage(l);
                         std::string t = msg.value("type", std::string());
                         if (t == "progress") {
-                            std::string s = msg.value("stage", stage);
-                            if (s != stage) {
-                                stage = s;
-                                stageStart = Clock::now();
-                            }
+                            // Any progress restarts the clock: a stage is limited by its
+                            // silences (a hung kernel), not by how many slow calls it makes.
+                            stage = msg.value("stage", stage);
+                            stageStart = Clock::now();
                             lastDetail = msg.value("detail", std::string());
                         } else if (result.is_null()) {
                             result = std::move(msg);

@@ -184,6 +184,7 @@ nlohmann::json toJson(const Ceilings& c)
         { "peak_gbps", c.peakGbps },
         { "peak_tensor_gflops", c.peakTensorGflops },
         { "method", c.method },
+        { "load_per_core", c.loadPerCore },
     };
 }
 
@@ -213,6 +214,8 @@ Ceilings ceilingsFromJson(const nlohmann::json& j)
     c.peakGflops = number("peak_gflops");
     c.peakGbps = number("peak_gbps");
     c.peakTensorGflops = number("peak_tensor_gflops");
+    if (auto it = j.find("load_per_core"); it != j.end() && it->is_number())
+        c.loadPerCore = it->get<double>();
     return c;
 }
 

@@ -15,6 +15,7 @@ struct Ceilings {
     double peakGbps = 0;       // measured copy bandwidth, GB/s (bytes read + written)
     double peakTensorGflops = 0; // measured bf16 tensor-core peak (GPUs), GFLOP/s; 0 = none
     std::string method;        // how they were measured
+    double loadPerCore = -1;   // the host's 1-minute load average per core while measuring; -1 unknown
 };
 
 /// Which compute ceiling a problem's FLOPs run against: the FMA units or the tensor cores

@@ -4,10 +4,12 @@
 #include "system_info.h"
 
 #include <dlfcn.h>
+#include <stdlib.h>
 
 #include <algorithm>
 #include <cstdio>
 #include <stdexcept>
+#include <thread>
 
 namespace hone::backends {
 
@@ -88,21 +90,40 @@ std::optional<core::Ceilings> readCachedCeilings(const std::filesystem::path& pa
     return c;
 }
 
+double loadPerCore()
+{
+    double load[1] = {0};
+    if (::getloadavg(load, 1) != 1)
+        return -1;
+    return load[0] / std::max(1u, std::thread::hardware_concurrency());
+}
+
 core::Ceilings cachedCeilings(const std::filesystem::path& path, bool force, bool* cached,
     std::optional<core::Ceilings>& memo, const std::function<core::Ceilings()>& measure)
 {
     if (cached)
         *cached = false;
+    const double load = loadPerCore();
+    bool remeasure = force;
     if (!force) {
         if (!memo)
             memo = readCachedCeilings(path);
-        if (memo) {
+        // Ceilings measured on a busy host are too low (every candidate then looks "above the
+        // roofline"); they are measured again once the host is clearly quieter, keeping the best.
+        const bool busyThen = memo && memo->loadPerCore > 0.5;
+        if (memo && !(busyThen && load >= 0 && load < memo->loadPerCore / 2)) {
             if (cached)
                 *cached = true;
             return *memo;
         }
     }
     core::Ceilings c = measure();
+    c.loadPerCore = load;
+    if (!remeasure && memo) {
+        c.peakGbps = std::max(c.peakGbps, memo->peakGbps);
+        c.peakGflops = std::max(c.peakGflops, memo->peakGflops);
+        c.peakTensorGflops = std::max(c.peakTensorGflops, memo->peakTensorGflops);
+    }
     writeCachedCeilings(path, c);
     memo = c;
     return c;

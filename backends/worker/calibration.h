@@ -22,8 +22,12 @@ std::optional<core::Ceilings> readCachedCeilings(const std::filesystem::path& pa
 
 void writeCachedCeilings(const std::filesystem::path& path, const core::Ceilings& ceilings);
 
-/// The ceilings kept at `path`: `memo`, else the file, unless `force`; otherwise `measure()`,
-/// written to `path` and `memo`. `cached` says which.
+/// The host's 1-minute load average per core, or -1.
+double loadPerCore();
+
+/// The ceilings kept at `path`: `memo`, else the file, unless `force` or the file was measured
+/// on a busy host that is now clearly quieter (then measured again, keeping the higher values);
+/// otherwise `measure()`, written to `path` and `memo`. `cached` says which.
 core::Ceilings cachedCeilings(const std::filesystem::path& path, bool force, bool* cached,
     std::optional<core::Ceilings>& memo, const std::function<core::Ceilings()>& measure);
 

@@ -1,6 +1,7 @@
 #include "checks.h"
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -141,53 +142,84 @@ CheckOutcome compareRun(const std::string& shapeLabel, uint64_t seed,
         const std::string& name = g.desc().name;
         const hone_dtype dtype = g.desc().dtype;
         const Tolerance tol = toleranceFor(tolerances, dtype);
-        size_t unwritten = 0;
-        size_t firstUnwritten = 0;
-        size_t nonFinite = 0;
-        size_t firstNonFinite = 0;
-        size_t wrong = 0;
-        size_t firstWrong = 0;
-        double wrongAbs = 0;
-        auto note = [&](size_t i, double gv, double wv, bool isUnwritten) {
-            ++out.mismatches;
-            if (out.firstMismatches.size() < kMaxListed)
-                out.firstMismatches.push_back({ name, i, gv, wv, isUnwritten });
+        // Chunks of the output are compared on several threads; their findings are merged in
+        // index order, so the result (first indices, listed mismatches) is the serial one.
+        struct Part {
+            size_t unwritten = 0, firstUnwritten = 0;
+            size_t nonFinite = 0, firstNonFinite = 0;
+            size_t wrong = 0, firstWrong = 0;
+            size_t mismatches = 0;
+            double wrongAbs = 0, maxAbs = 0, maxRel = 0;
+            std::vector<Mismatch> listed;
         };
-        for (size_t i = 0; i < g.numel(); ++i) {
-            const double wv = w.at(i);
-            if (g.isPoison(i) && !w.isPoison(i)) {
-                if (unwritten++ == 0)
-                    firstUnwritten = i;
-                note(i, std::nan(""), wv, true);
-                continue;
-            }
-            const double gv = g.at(i);
-            if (!std::isfinite(gv) && std::isfinite(wv)) {
-                if (nonFinite++ == 0)
-                    firstNonFinite = i;
-                note(i, gv, wv, false);
-                continue;
-            }
-            if (!std::isfinite(wv)) {
-                // The reference itself is NaN or Inf here: demand the same class of value.
-                const bool same = (std::isnan(wv) && std::isnan(gv)) || gv == wv;
-                if (!same) {
-                    if (wrong++ == 0)
-                        firstWrong = i;
-                    note(i, gv, wv, false);
+        constexpr size_t kPart = size_t(1) << 18;
+        const size_t numel = g.numel();
+        std::vector<Part> parts((numel + kPart - 1) / kPart);
+        parallelFor(parts.size(), [&](size_t pb, size_t pe) {
+            for (size_t pi = pb; pi < pe; ++pi) {
+                Part& pt = parts[pi];
+                auto note = [&](size_t i, double gv, double wv, bool isUnwritten) {
+                    ++pt.mismatches;
+                    if (pt.listed.size() < kMaxListed)
+                        pt.listed.push_back({ name, i, gv, wv, isUnwritten });
+                };
+                for (size_t i = pi * kPart; i < std::min(numel, (pi + 1) * kPart); ++i) {
+                    const double wv = w.at(i);
+                    if (g.isPoison(i) && !w.isPoison(i)) {
+                        if (pt.unwritten++ == 0)
+                            pt.firstUnwritten = i;
+                        note(i, std::nan(""), wv, true);
+                        continue;
+                    }
+                    const double gv = g.at(i);
+                    if (!std::isfinite(gv) && std::isfinite(wv)) {
+                        if (pt.nonFinite++ == 0)
+                            pt.firstNonFinite = i;
+                        note(i, gv, wv, false);
+                        continue;
+                    }
+                    if (!std::isfinite(wv)) {
+                        // The reference itself is NaN or Inf here: demand the same class of value.
+                        const bool same = (std::isnan(wv) && std::isnan(gv)) || gv == wv;
+                        if (!same) {
+                            if (pt.wrong++ == 0)
+                                pt.firstWrong = i;
+                            note(i, gv, wv, false);
+                        }
+                        continue;
+                    }
+                    const double diff = std::fabs(gv - wv);
+                    pt.maxAbs = std::max(pt.maxAbs, diff);
+                    if (wv != 0)
+                        pt.maxRel = std::max(pt.maxRel, diff / std::fabs(wv));
+                    if (diff > tol.atol + tol.rtol * std::fabs(wv)) {
+                        if (pt.wrong++ == 0)
+                            pt.firstWrong = i;
+                        pt.wrongAbs = std::max(pt.wrongAbs, diff);
+                        note(i, gv, wv, false);
+                    }
                 }
-                continue;
             }
-            const double diff = std::fabs(gv - wv);
-            out.maxAbsErr = std::max(out.maxAbsErr, diff);
-            if (wv != 0)
-                out.maxRelErr = std::max(out.maxRelErr, diff / std::fabs(wv));
-            if (diff > tol.atol + tol.rtol * std::fabs(wv)) {
-                if (wrong++ == 0)
-                    firstWrong = i;
-                wrongAbs = std::max(wrongAbs, diff);
-                note(i, gv, wv, false);
-            }
+        }, 4);
+        size_t unwritten = 0, firstUnwritten = 0, nonFinite = 0, firstNonFinite = 0, wrong = 0, firstWrong = 0;
+        double wrongAbs = 0;
+        for (const Part& pt : parts) {
+            if (pt.unwritten && unwritten == 0)
+                firstUnwritten = pt.firstUnwritten;
+            if (pt.nonFinite && nonFinite == 0)
+                firstNonFinite = pt.firstNonFinite;
+            if (pt.wrong && wrong == 0)
+                firstWrong = pt.firstWrong;
+            unwritten += pt.unwritten;
+            nonFinite += pt.nonFinite;
+            wrong += pt.wrong;
+            wrongAbs = std::max(wrongAbs, pt.wrongAbs);
+            out.maxAbsErr = std::max(out.maxAbsErr, pt.maxAbs);
+            out.maxRelErr = std::max(out.maxRelErr, pt.maxRel);
+            out.mismatches += pt.mismatches;
+            for (const auto& m : pt.listed)
+                if (out.firstMismatches.size() < kMaxListed)
+                    out.firstMismatches.push_back(m);
         }
         const std::string total = std::to_string(g.numel());
         if (unwritten && partialMessage.empty())
@@ -234,9 +266,13 @@ std::string referenceProblem(
         // float outputs, whose poison is a NaN with a payload, can be checked this way.
         if (!isFloat(w.desc().dtype))
             continue;
-        size_t unwritten = 0;
-        for (size_t i = 0; i < w.numel(); ++i)
-            unwritten += w.isPoison(i) ? 1 : 0;
+        std::atomic<size_t> unwritten {0};
+        parallelFor(w.numel(), [&](size_t b, size_t e) {
+            size_t n = 0;
+            for (size_t i = b; i < e; ++i)
+                n += w.isPoison(i) ? 1 : 0;
+            unwritten += n;
+        });
         if (unwritten)
             return "the reference left " + std::to_string(unwritten) + " of " + std::to_string(w.numel())
                 + " elements of '" + w.desc().name + "' unwritten on " + where(shapeLabel, seed)

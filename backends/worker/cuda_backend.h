@@ -54,7 +54,7 @@ public:
     double timedRun(LoadedKernel& kernel, const hone_args& args, int& rc) override;
     void flushCaches(const std::vector<MemRegion>& workingSet) override;
     std::unique_ptr<TimingLock> lockForTiming() override;
-    std::unique_ptr<TimingLock> lockForUse() override;
+    std::unique_ptr<TimingLock> lockForUse(const std::function<void()>& onWait = {}) override;
     void synchronize() override;
     bool deviceLost() const override { return m_lost; }
     void* workspace(size_t& bytes) override;
@@ -67,7 +67,7 @@ public:
     std::string arch() const { return m_arch; }
     /// How many timed samples had work still running after the harness stream finished
     /// (side streams), since construction.
-    int sideStreamSamples() const { return m_sideStreamSamples; }
+    bool lastRunDisturbed() const override { return m_lastDisturbed; }
     /// Median cost of the device-wide synchronize that closes every sample, in ns.
     double syncOverheadNs();
 
@@ -75,7 +75,7 @@ private:
     void ensureContext();
     /// Throws DeviceFault (sticky errors mark the device lost) or std::runtime_error.
     void check(CUresult code, const char* what);
-    std::unique_ptr<TimingLock> lockDevice(bool exclusive);
+    std::unique_ptr<TimingLock> lockDevice(bool exclusive, const std::function<void()>& onWait = {});
 
     std::unique_ptr<cuda::Driver> m_driver;
     std::filesystem::path m_cacheDir;
@@ -111,7 +111,7 @@ private:
     CUdeviceptr m_workspace = 0;
     size_t m_workspaceBytes = size_t(64) << 20;
     bool m_lost = false;
-    int m_sideStreamSamples = 0;
+    bool m_lastDisturbed = false;
     std::optional<double> m_syncOverheadNs;
     std::optional<core::Ceilings> m_ceilings;
 };

@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include <cstddef>
+#include <functional>
 #include <memory>
 #include <stdexcept>
 #include <vector>
@@ -83,13 +84,18 @@ public:
     /// Runs once and returns the wall time in ns until the whole device is idle again (so
     /// work on side streams counts). `rc` gets hone_run's return value.
     virtual double timedRun(LoadedKernel& kernel, const hone_args& args, int& rc) = 0;
+    /// Whether the last timedRun's closing synchronize came back much later than the stream's
+    /// end: work on other streams, or this process kept off the CPU. The evaluator re-takes
+    /// such a sample (twice at most) and keeps the device-wide time only when it persists.
+    virtual bool lastRunDisturbed() const { return false; }
     /// Evicts the kernel's working set (its input, output and workspace buffers) from the
     /// caches between timed runs, so every run starts cold.
     virtual void flushCaches(const std::vector<MemRegion>& workingSet) = 0;
     virtual std::unique_ptr<TimingLock> lockForTiming() = 0;
     /// Held (shared) while checks run kernels on the device, so that no check overlaps another
     /// worker's timing stage; null where checks cannot disturb timing.
-    virtual std::unique_ptr<TimingLock> lockForUse() { return nullptr; }
+    /// `onWait` runs before blocking when a timing stage holds the device.
+    virtual std::unique_ptr<TimingLock> lockForUse(const std::function<void()>& /*onWait*/ = {}) { return nullptr; }
 
     /// Waits until the device is idle. Throws cuda::DriverError-like std::runtime_error when
     /// work that ran asynchronously faulted; see deviceLost().

@@ -8,6 +8,7 @@
 #include "timing.h"
 
 #include <algorithm>
+#include <chrono>
 #include <cstdio>
 #include <exception>
 #include <fstream>
@@ -174,6 +175,27 @@ void recordRunFailure(
 
 } // namespace
 
+std::vector<HostTensor> Evaluator::inputsFor(const ShapeSpec& shape, uint64_t seed) const
+{
+    size_t inputBytes = 0;
+    for (const auto& d : shape.inputs)
+        inputBytes += d.bytes();
+    // Large inputs are generated once per (shape, seed) and read back after that: reading is
+    // cheaper than drawing, and leaves the host's cores to the other workers.
+    if (m_refCache.empty() || inputBytes < (size_t(64) << 20))
+        return generateInputs(shape, seed);
+    nlohmann::json key = { { "v", 1 }, { "label", shape.label }, { "symbols", shape.symbols }, { "seed", seed } };
+    for (const auto& d : shape.inputs)
+        key["inputs"].push_back({ d.name, dtypeName(d.dtype), d.shape, d.init });
+    const auto path = m_refCache / "inputs" / (core::sha256Hex(key.dump()) + ".bin");
+    std::vector<HostTensor> inputs = makeTensors(shape.inputs);
+    if (loadTensors(path, inputs))
+        return inputs;
+    inputs = generateInputs(shape, seed);
+    storeTensors(path, inputs);
+    return inputs;
+}
+
 std::filesystem::path Evaluator::referenceCachePath(const ShapeSpec& shape, uint64_t seed) const
 {
     size_t inputBytes = 0;
@@ -204,14 +226,25 @@ bool Evaluator::loadTensors(const std::filesystem::path& path, std::vector<HostT
 
 void Evaluator::storeTensors(const std::filesystem::path& path, const std::vector<HostTensor>& tensors) const
 {
-    std::string data;
-    for (const auto& t : tensors)
-        data.append(static_cast<const char*>(t.data()), t.bytes());
-    try {
-        writeFileAtomically(path, data);
-    } catch (const std::exception&) {
-        // A cache that cannot be written costs time, not correctness.
+    // Written in place (no copy: these can be gigabytes) to a temporary name, then renamed, so
+    // a reader never sees a partial file. A cache that cannot be written costs time, not
+    // correctness.
+    std::error_code ec;
+    std::filesystem::create_directories(path.parent_path(), ec);
+    const auto tmp = path.string() + ".tmp." + std::to_string(::getpid());
+    {
+        std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
+        for (const auto& t : tensors)
+            out.write(static_cast<const char*>(t.data()), static_cast<std::streamsize>(t.bytes()));
+        out.close();
+        if (!out) {
+            std::filesystem::remove(tmp, ec);
+            return;
+        }
     }
+    std::filesystem::rename(tmp, path, ec);
+    if (ec)
+        std::filesystem::remove(tmp, ec);
 }
 
 Evaluator::Evaluator(DeviceBackend& device, DeviceBackend& host, ProtocolChannel& channel)
@@ -223,6 +256,7 @@ Evaluator::Evaluator(DeviceBackend& device, DeviceBackend& host, ProtocolChannel
 
 void Evaluator::progress(const std::string& stage, const std::string& detail)
 {
+    closeStage();
     m_stage = stage;
     m_channel.progress(m_id, stage, detail);
 }
@@ -287,7 +321,7 @@ CheckOutcome Evaluator::checkOnce(
     const ShapeSpec& shape, uint64_t seed, LoadedKernel& candidate, LoadedKernel& reference)
 {
     const std::string where = shape.label + " seed " + std::to_string(seed);
-    const std::vector<HostTensor> inputs = generateInputs(shape, seed);
+    const std::vector<HostTensor> inputs = inputsFor(shape, seed);
 
     // The reference runs on its own copy of the inputs, on the host, unless its outputs for
     // exactly these inputs are cached.
@@ -307,6 +341,15 @@ CheckOutcome Evaluator::checkOnce(
         throw EvalFailure { FailureKind::WorkerError, m_stage, bad };
 
     // The candidate gets device copies; outputs start poisoned so unwritten elements show.
+    // Device work holds the device's shared lock, so that no timing runs beside it.
+    const std::string stage = m_stage;
+    bool waited = false;
+    const auto inUse = m_device.lockForUse([&] {
+        waited = true;
+        progress("wait", "another worker is timing on this device; " + where + " waits for it");
+    });
+    if (waited)
+        progress(stage, where);
     std::vector<DeviceBuffer> devInputs;
     std::vector<uint64_t> checksums;
     for (const auto& in : inputs) {
@@ -345,11 +388,18 @@ nlohmann::json Evaluator::timeCandidate(
 {
     const EvalRequest& req = *m_request;
     constexpr uint64_t kTimingSeed = 1;
-    const std::vector<HostTensor> inputs = generateInputs(shape, kTimingSeed);
+    const std::vector<HostTensor> inputs = inputsFor(shape, kTimingSeed);
     std::vector<DeviceBuffer> devInputs;
-    for (const auto& in : inputs) {
-        devInputs.emplace_back(m_device, in.bytes());
-        m_device.upload(devInputs.back().get(), in.data(), in.bytes());
+    {
+        // Copies are device work too: on a GPU another process's timing would share the chip
+        // with them (time-sliced contexts), so they wait for it and hold it off.
+        const auto inUse = m_device.lockForUse([&] {
+            progress("wait", "another worker is timing on this device; the timing inputs wait for it");
+        });
+        for (const auto& in : inputs) {
+            devInputs.emplace_back(m_device, in.bytes());
+            m_device.upload(devInputs.back().get(), in.data(), in.bytes());
+        }
     }
     // Separate outputs, so neither kernel finds the other's results in place.
     auto makeOutputs = [&] {
@@ -398,23 +448,40 @@ nlohmann::json Evaluator::timeCandidate(
     for (const std::vector<DeviceBuffer>* group : {static_cast<const std::vector<DeviceBuffer>*>(&devInputs), &candOut, &baseOut})
         for (const auto& b : *group)
             workingSet.push_back(MemRegion {b.get(), b.bytes()});
+    // A disturbed sample (see DeviceBackend::lastRunDisturbed) is taken again: a one-off delay
+    // is the host's, work left on a side stream comes back every time and is then counted.
+    int resampled = 0;
+    int sideStream = 0;
+    auto sample = [&](LoadedKernel& k, const KernelArgs& a, bool isBaseline) {
+        double ns = 0;
+        for (int attempt = 0; attempt < 3; ++attempt) {
+            m_device.flushCaches(workingSet);
+            ns = timeOne(k, a, isBaseline);
+            if (!m_device.lastRunDisturbed())
+                return ns;
+            if (attempt < 2)
+                ++resampled;
+        }
+        ++sideStream;
+        return ns;
+    };
+    auto lastNote = std::chrono::steady_clock::now();
     for (int i = 0; i < req.samples; ++i) {
+        // A heartbeat for slow kernels (a naive baseline can take a second a call).
+        if (std::chrono::steady_clock::now() - lastNote > std::chrono::seconds(5)) {
+            progress("time", shape.label + ": sample " + std::to_string(i + 1) + " of " + std::to_string(req.samples));
+            lastNote = std::chrono::steady_clock::now();
+        }
         // Alternate who goes first, so drift (clocks, thermals) hits both alike.
         const bool candidateFirst = i % 2 == 0 || !baseline;
         double c = 0;
         double b = 0;
-        if (candidateFirst) {
-            m_device.flushCaches(workingSet);
-            c = timeOne(candidate, candArgs, false);
-        }
-        if (baseline) {
-            m_device.flushCaches(workingSet);
-            b = timeOne(*baseline, baseArgs, true);
-        }
-        if (!candidateFirst) {
-            m_device.flushCaches(workingSet);
-            c = timeOne(candidate, candArgs, false);
-        }
+        if (candidateFirst)
+            c = sample(candidate, candArgs, false);
+        if (baseline)
+            b = sample(*baseline, baseArgs, true);
+        if (!candidateFirst)
+            c = sample(candidate, candArgs, false);
         cand.push_back(c);
         if (baseline) {
             base.push_back(b);
@@ -437,8 +504,11 @@ nlohmann::json Evaluator::timeCandidate(
     timing["shape"] = shape.label;
     timing["warmup"] = req.warmup;
     timing["seed"] = kTimingSeed;
-    if (const nlohmann::json info = m_device.timingInfo(); !info.is_null())
+    if (nlohmann::json info = m_device.timingInfo(); !info.is_null()) {
+        info["side_stream_samples"] = sideStream;
+        info["resampled"] = resampled;
         timing["method"] = info;
+    }
     if (baseline) {
         timing["baseline"] = toJson(summarizeSamples(base));
         timing["speedup"] = quantile(ratios, 0.5);
@@ -477,7 +547,7 @@ nlohmann::json Evaluator::dump(const nlohmann::json& request)
         const ShapeSpec& shape = req.bench[req.timingShape];
         constexpr uint64_t kTimingSeed = 1; // the seed timeCandidate draws its inputs with
         progress("dump", shape.label + ": inputs and reference outputs to " + dir.string());
-        const std::vector<HostTensor> inputs = generateInputs(shape, kTimingSeed);
+        const std::vector<HostTensor> inputs = inputsFor(shape, kTimingSeed);
         std::vector<HostTensor> want = makeTensors(shape.outputs);
         const std::filesystem::path cached = referenceCachePath(shape, kTimingSeed);
         if (cached.empty() || !loadTensors(cached, want)) {
@@ -549,9 +619,19 @@ int Evaluator::runOnce(const nlohmann::json& request)
     return 1;
 }
 
+void Evaluator::closeStage()
+{
+    const auto now = std::chrono::steady_clock::now();
+    if (!m_stage.empty())
+        m_stageSeconds[m_stage] += std::chrono::duration<double>(now - m_stageStart).count();
+    m_stageStart = now;
+}
+
 nlohmann::json Evaluator::evaluate(const nlohmann::json& request)
 {
     m_id = requestId(request);
+    m_stageSeconds.clear();
+    m_stageStart = std::chrono::steady_clock::now();
     m_stage = "request";
     m_launches = nullptr;
     m_referenceKey.clear();
@@ -591,7 +671,6 @@ nlohmann::json Evaluator::evaluate(const nlohmann::json& request)
         }
 
         if (req.wantCheck) {
-            const auto inUse = m_device.lockForUse();
             const size_t total = req.check.size() * req.seeds.size();
             size_t done = 0;
             for (const auto& shape : req.check) {
@@ -624,7 +703,6 @@ nlohmann::json Evaluator::evaluate(const nlohmann::json& request)
             progress("recheck", shape.label + " seed " + std::to_string(kRecheckSeed) + " after timing");
             CheckOutcome outcome;
             try {
-                const auto inUse = m_device.lockForUse();
                 outcome = checkOnce(shape, kRecheckSeed, *candidate.kernel, *reference.kernel);
             } catch (const EvalFailure& f) {
                 recordRunFailure(checks, shape.label, kRecheckSeed, true, f);
@@ -686,6 +764,9 @@ nlohmann::json Evaluator::evaluate(const nlohmann::json& request)
     if (!candidate.compile.command.empty() || !candidate.compile.toolError.empty())
         result["compile"] = candidate.compile.toJson();
     result["checks"] = checks;
+    // Where the evaluation's wall time went, per stage ("wait" is the queue for the timing lock).
+    closeStage();
+    result["stage_seconds"] = m_stageSeconds;
     result["environment"] = { { "device", m_device.deviceName() }, { "backend", m_device.kind() },
         { "compiler", m_device.compilerVersion() }, { "cores", cpuCores() }, { "host", hostName() },
         { "flags", flagsUsed } };

@@ -7,7 +7,9 @@
 
 #include <nlohmann/json.hpp>
 
+#include <chrono>
 #include <filesystem>
+#include <map>
 #include <memory>
 #include <string>
 
@@ -51,6 +53,8 @@ private:
     nlohmann::json timeCandidate(
         const ShapeSpec& shape, LoadedKernel& candidate, LoadedKernel* baseline, double* medianSeconds);
 
+    /// Seeded inputs of `shape`, from the input cache when they are large.
+    std::vector<HostTensor> inputsFor(const ShapeSpec& shape, uint64_t seed) const;
     std::filesystem::path referenceCachePath(const ShapeSpec& shape, uint64_t seed) const;
     bool loadTensors(const std::filesystem::path& path, std::vector<HostTensor>& tensors) const;
     void storeTensors(const std::filesystem::path& path, const std::vector<HostTensor>& tensors) const;
@@ -61,6 +65,9 @@ private:
     const EvalRequest* m_request = nullptr;
     std::string m_id;
     std::string m_stage;
+    std::chrono::steady_clock::time_point m_stageStart;
+    std::map<std::string, double> m_stageSeconds; // wall time per stage of the current request
+    void closeStage();
     std::filesystem::path m_refCache;
     std::string m_referenceKey; // hash of the reference build, for the output cache
     nlohmann::json m_launches; // the candidate's launch profile from the timing stage

@@ -33,13 +33,19 @@ private:
 
 } // namespace
 
-std::unique_ptr<TimingLock> lockFile(const std::filesystem::path& path, bool exclusive, std::function<void()> onRelease)
+std::unique_ptr<TimingLock> lockFile(const std::filesystem::path& path, bool exclusive,
+    std::function<void()> onRelease, const std::function<void()>& onWait)
 {
     std::filesystem::create_directories(path.parent_path());
     const int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
     if (fd < 0)
         throw std::runtime_error("cannot open the lock file " + path.string() + ": " + std::strerror(errno));
-    while (::flock(fd, exclusive ? LOCK_EX : LOCK_SH) != 0) {
+    const int mode = exclusive ? LOCK_EX : LOCK_SH;
+    if (onWait && ::flock(fd, mode | LOCK_NB) == 0)
+        return std::make_unique<FileLock>(fd, std::move(onRelease));
+    if (onWait)
+        onWait();
+    while (::flock(fd, mode) != 0) {
         if (errno != EINTR) {
             const int err = errno;
             ::close(fd);

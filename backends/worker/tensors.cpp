@@ -305,7 +305,30 @@ void HostTensor::poison()
 
 uint64_t HostTensor::checksum() const
 {
-    return fnv1a(m_data.get(), m_bytes);
+    // 1 MiB blocks hashed a word at a time on several threads, then the block hashes in order:
+    // the value depends only on the bytes, never on the thread count.
+    constexpr size_t kBlock = size_t(1) << 20;
+    const size_t blocks = (m_bytes + kBlock - 1) / kBlock;
+    std::vector<uint64_t> parts(blocks);
+    const unsigned char* base = m_data.get();
+    auto hashBlock = [&](size_t b) {
+        const unsigned char* p = base + b * kBlock;
+        const size_t n = std::min(kBlock, m_bytes - b * kBlock);
+        uint64_t h = 0x9E3779B97F4A7C15ull ^ n;
+        size_t i = 0;
+        for (; i + 8 <= n; i += 8) {
+            uint64_t w;
+            std::memcpy(&w, p + i, 8);
+            h = (h ^ (w * 0xBF58476D1CE4E5B9ull)) * 0x94D049BB133111EBull;
+            h ^= h >> 29;
+        }
+        return fnv1a(p + i, n - i, h);
+    };
+    parallelFor(blocks, [&](size_t begin, size_t end) {
+        for (size_t b = begin; b < end; ++b)
+            parts[b] = hashBlock(b);
+    }, 8);
+    return fnv1a(parts.data(), parts.size() * sizeof(uint64_t));
 }
 
 namespace {
@@ -342,12 +365,12 @@ int64_t belowAt(uint64_t key, uint64_t i, int64_t n)
     return static_cast<int64_t>(wide >> 64);
 }
 
-/// Runs body(begin, end) over [0, n) on up to 16 threads when n is large.
-void parallelFor(size_t n, const std::function<void(size_t, size_t)>& body)
+} // namespace
+
+void parallelFor(size_t n, const std::function<void(size_t, size_t)>& body, size_t serialBelow)
 {
-    constexpr size_t kSerial = size_t(1) << 20;
     const size_t threads
-        = n < kSerial ? 1 : std::min<size_t>(16, std::max(1u, std::thread::hardware_concurrency()));
+        = n < serialBelow ? 1 : std::min<size_t>(16, std::max(1u, std::thread::hardware_concurrency()));
     if (threads <= 1) {
         body(0, n);
         return;
@@ -363,8 +386,6 @@ void parallelFor(size_t n, const std::function<void(size_t, size_t)>& body)
     for (auto& th : pool)
         th.join();
 }
-
-} // namespace
 
 void HostTensor::fill(uint64_t seed, const std::string& shapeLabel, size_t tensorIndex)
 {

@@ -6,6 +6,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <stdexcept>
 #include <string>
@@ -23,6 +24,10 @@ public:
 hone_dtype dtypeFromName(const std::string& name); // throws RequestError
 const char* dtypeName(hone_dtype t);
 size_t dtypeSize(hone_dtype t);
+
+/// Runs body(begin, end) over contiguous parts of [0, n), on up to 16 threads when
+/// n >= serialBelow, else on the calling thread.
+void parallelFor(size_t n, const std::function<void(size_t, size_t)>& body, size_t serialBelow = size_t(1) << 20);
 bool isFloat(hone_dtype t);
 
 /// One input or output of a resolved shape (docs/FORMATS.md).
