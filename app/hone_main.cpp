@@ -10,6 +10,7 @@
 #include "app/replay_cli.h"
 #include "backends/local_executor.h"
 #include "core/engine.h"
+#include "core/export_bundle.h"
 #include "core/knobs.h"
 #include "core/problem_spec.h"
 #include "core/protocol.h"
@@ -415,39 +416,15 @@ int cmdExport(const Globals& g, const std::string& nodeSpec, const std::string& 
         throw std::runtime_error("node '" + nodeSpec + "': expected SESSION/NODE with two numbers, e.g. 3/17");
     }
     core::Store store(g.store);
-    auto nodes = store.nodes(sessionId);
-    auto n = std::find_if(nodes.begin(), nodes.end(), [&](const auto& r) { return r.id == nodeId; });
-    if (n == nodes.end() || nodeId == 0)
-        throw std::runtime_error("session " + std::to_string(sessionId) + " has no candidate node " + std::to_string(nodeId));
-    auto src = store.source(n->sourceHash);
-    if (!src)
-        throw std::runtime_error("the store lacks the source of node " + nodeSpec);
-    std::optional<core::EvaluationRecord> eval;
-    for (auto& e : store.evaluations(sessionId))
-        if (e.nodeId == nodeId)
-            eval = e;
-    std::filesystem::path dir(outDir);
-    std::filesystem::create_directories(dir);
-    std::ofstream(dir / src->name) << src->text;
-    std::string defines;
-    for (auto it = n->knobs.begin(); it != n->knobs.end(); ++it)
-        defines += " -D" + it.key() + "=" + it->get<std::string>();
-    std::ofstream(dir / "knobs.json") << n->knobs.dump(2) << "\n";
-    std::ofstream build(dir / "build.sh");
-    build << "#!/bin/sh\n# Builds the exported candidate as a shared object with the flags it was measured with.\n"
-          << "# HONE_INCLUDE must point at the folder that holds hone/kernel.h.\n"
-          << "set -e\nc++ -std=c++17 -O3 -march=native -fopenmp -shared -fPIC -I\"${HONE_INCLUDE:-.}\"" << defines
-          << (n->flags.empty() ? "" : " " + n->flags) << " -o candidate.so " << src->name << "\n";
-    build.close();
-    std::filesystem::permissions(dir / "build.sh", std::filesystem::perms::owner_exec, std::filesystem::perm_options::add);
-    nlohmann::json meta = {{"session", sessionId}, {"node", nodeId}, {"source", src->name}, {"source_sha256", src->hash},
-        {"knobs", n->knobs}, {"flags", n->flags}, {"origin", n->origin}};
-    if (eval)
-        meta["evaluation"] = {{"status", eval->status}, {"speedup", eval->speedup}, {"median_ns", eval->medianNs},
-            {"device", eval->device}, {"result", eval->result}};
-    std::ofstream(dir / "evidence.json") << meta.dump(2) << "\n";
-    std::printf("exported node %s to %s: %s, knobs.json, build.sh, evidence.json\n", nodeSpec.c_str(),
-        dir.string().c_str(), src->name.c_str());
+    const core::ExportResult r = core::exportBundle(store, sessionId, nodeId, outDir);
+    std::string files;
+    for (const auto& f : r.files)
+        files += (files.empty() ? "" : ", ") + f;
+    std::printf("exported node %s to %s: %s\n", nodeSpec.c_str(), r.dir.string().c_str(), files.c_str());
+    if (r.hasTest)
+        std::printf("check it without Hone: %s/run_test.sh\n", r.dir.string().c_str());
+    for (const auto& w : r.warnings)
+        std::fprintf(stderr, "hone: warning: %s\n", w.c_str());
     return 0;
 }
 

@@ -336,6 +336,20 @@ Report Engine::resume(int64_t sessionId, EngineObserver* observer, int extraBudg
         m_tree.setResult(r->id, e.status == "ok", e.speedup, e.failureKind);
         ++m_alreadyEvaluated;
     }
+    // The engineer's steering outlives the process: prunes and hints carry over, and so do
+    // hints written while no search ran (a rejected review, say: logged as "queued").
+    m_hints.clear();
+    for (const SteeringRecord& s : m_store.steering(sessionId)) {
+        if (s.nodeId < 0 || static_cast<size_t>(s.nodeId) >= m_tree.size())
+            continue;
+        const bool applied = s.outcome == "applied" || s.outcome == "queued";
+        if (!applied)
+            continue;
+        if (s.command == "prune" && s.nodeId != 0)
+            m_tree.node(s.nodeId).pruned = true;
+        else if (s.command == "hint" && s.payload.contains("text") && s.payload["text"].is_string())
+            m_hints[s.nodeId].push_back(s.payload["text"].get<std::string>());
+    }
     m_nextSeq = maxSeq + 1;
     m_store.setSessionStatus(sessionId, "running", "");
     return loop(observer);
@@ -497,8 +511,10 @@ Report Engine::loop(EngineObserver* observer)
             progress.bestNode = a.node;
         }
         sinceImprovement = progress.bestSpeedup > before * 1.01 ? 0 : sinceImprovement + 1;
-        if (observer)
+        if (observer) {
             observer->nodeEvaluated(m_tree.node(a.node), a.summary);
+            observer->nodeResult(m_tree.node(a.node), a.result);
+        }
         if (a.node == baselineNode && !a.summary.ok && stopReason.empty())
             stopReason = "baseline seed failed (" + a.summary.failureKind + "): " + a.summary.failureMessage;
         if (stopReason.empty() && m_options.targetSpeedup > 0 && progress.bestSpeedup >= m_options.targetSpeedup)

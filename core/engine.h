@@ -92,6 +92,10 @@ public:
     virtual ~EngineObserver() = default;
     virtual void nodeAdded(const Node&) {}
     virtual void nodeEvaluated(const Node&, const protocol::EvalSummary&) {}
+    /// The worker's full result for `node` (after nodeEvaluated), as stored.
+    virtual void nodeResult(const Node&, const nlohmann::json& /*result*/) {}
+    /// A steering command was applied or rejected (the node it names may have changed).
+    virtual void steeringApplied(const SteeringRecord&) {}
     virtual void progressChanged(const Progress&) {}
     /// A model call was stored for `node` (after nodeAdded).
     virtual void llmCallRecorded(const Node&, const LlmCallRecord&) {}

@@ -173,7 +173,9 @@ void Engine::applySteering(EngineObserver* observer, std::deque<NodeId>& requeue
             }
         }
         rec.outcome = outcome;
-        m_store.insertSteering(m_session, rec);
+        rec.id = m_store.insertSteering(m_session, rec);
+        if (observer)
+            observer->steeringApplied(rec);
     }
 }
 

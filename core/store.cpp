@@ -194,6 +194,21 @@ CREATE TABLE steering (
 );
 CREATE INDEX steering_by_session ON steering(session_id, id);
 )sql",
+    // 4: reviews of candidates (approve or reject), with the evidence and the exported bundle.
+    R"sql(
+CREATE TABLE approvals (
+    id INTEGER PRIMARY KEY,
+    session_id INTEGER NOT NULL REFERENCES sessions(id),
+    node_id INTEGER NOT NULL,
+    decision TEXT NOT NULL CHECK (decision IN ('approved', 'rejected')),
+    reviewer TEXT NOT NULL,
+    note TEXT NOT NULL DEFAULT '',
+    evidence TEXT NOT NULL DEFAULT '{}',
+    export_dir TEXT NOT NULL DEFAULT '',
+    created_at TEXT NOT NULL
+);
+CREATE INDEX approvals_by_session ON approvals(session_id, id);
+)sql",
 };
 
 SessionRecord readSession(const Stmt& s)
@@ -561,6 +576,42 @@ std::vector<SteeringRecord> Store::steering(int64_t sessionId) const
         r.author = s.text(4);
         r.outcome = s.text(5);
         r.createdAt = s.text(6);
+        out.push_back(std::move(r));
+    }
+    return out;
+}
+
+int64_t Store::insertApproval(int64_t sessionId, const ApprovalRecord& r)
+{
+    if (r.decision != "approved" && r.decision != "rejected")
+        throw StoreError("approval of node " + std::to_string(r.nodeId) + ": decision '" + r.decision
+            + "' must be 'approved' or 'rejected'");
+    if (r.reviewer.empty())
+        throw StoreError("approval of node " + std::to_string(r.nodeId) + ": a reviewer's name is required");
+    Stmt s(m_db, "INSERT INTO approvals(session_id, node_id, decision, reviewer, note, evidence, export_dir, created_at) "
+                 "VALUES(?,?,?,?,?,?,?,?)");
+    s.bind(1, sessionId).bind(2, r.nodeId).bind(3, r.decision).bind(4, r.reviewer).bind(5, r.note);
+    s.bind(6, r.evidence.dump()).bind(7, r.exportDir).bind(8, r.createdAt.empty() ? nowIso() : r.createdAt);
+    s.run();
+    return sqlite3_last_insert_rowid(m_db);
+}
+
+std::vector<ApprovalRecord> Store::approvals(int64_t sessionId) const
+{
+    Stmt s(m_db, "SELECT id, node_id, decision, reviewer, note, evidence, export_dir, created_at FROM approvals "
+                 "WHERE session_id = ? ORDER BY id");
+    s.bind(1, sessionId);
+    std::vector<ApprovalRecord> out;
+    while (s.step()) {
+        ApprovalRecord r;
+        r.id = s.integer(0);
+        r.nodeId = s.integer(1);
+        r.decision = s.text(2);
+        r.reviewer = s.text(3);
+        r.note = s.text(4);
+        r.evidence = s.json(5);
+        r.exportDir = s.text(6);
+        r.createdAt = s.text(7);
         out.push_back(std::move(r));
     }
     return out;

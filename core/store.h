@@ -107,6 +107,18 @@ struct SteeringRecord {
     std::string createdAt;
 };
 
+/// A review of a candidate: who decided what, on which evidence, and where it was exported.
+struct ApprovalRecord {
+    int64_t id = 0;
+    int64_t nodeId = -1;
+    std::string decision;       // approved | rejected
+    std::string reviewer;
+    std::string note;
+    nlohmann::json evidence = nlohmann::json::object();
+    std::string exportDir;      // the bundle of an approval; empty for a rejection
+    std::string createdAt;
+};
+
 struct LlmTotals {
     int calls = 0;
     int64_t tokensIn = 0;
@@ -125,7 +137,7 @@ public:
     Store(const Store&) = delete;
     Store& operator=(const Store&) = delete;
 
-    static constexpr int kSchemaVersion = 3;
+    static constexpr int kSchemaVersion = 4;
     int schemaVersion() const;
     const std::filesystem::path& path() const { return m_path; }
 
@@ -161,6 +173,12 @@ public:
     int64_t insertSteering(int64_t sessionId, const SteeringRecord& record);
     /// In the order applied.
     std::vector<SteeringRecord> steering(int64_t sessionId) const;
+
+    /// Returns the review's row id. Throws on a decision other than approved/rejected or an
+    /// empty reviewer.
+    int64_t insertApproval(int64_t sessionId, const ApprovalRecord& record);
+    /// In the order decided.
+    std::vector<ApprovalRecord> approvals(int64_t sessionId) const;
 
 private:
     void migrate();

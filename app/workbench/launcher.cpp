@@ -1,0 +1,209 @@
+#include "app/workbench/launcher.h"
+
+#include <QComboBox>
+#include <QDir>
+#include <QDoubleSpinBox>
+#include <QFileDialog>
+#include <QFileInfo>
+#include <QFormLayout>
+#include <QHBoxLayout>
+#include <QHeaderView>
+#include <QLabel>
+#include <QLineEdit>
+#include <QPushButton>
+#include <QSpinBox>
+#include <QTableWidget>
+#include <QVBoxLayout>
+
+#include <stdexcept>
+
+namespace hone::app {
+
+Launcher::Launcher(QWidget* parent)
+    : QWidget(parent)
+{
+    auto* form = new QFormLayout;
+    m_problem = new QLineEdit(this);
+    m_problem->setPlaceholderText(tr("a problem folder (problem.toml, reference.cpp, seeds/)"));
+    auto* browse = new QPushButton(tr("Open…"), this);
+    connect(browse, &QPushButton::clicked, this, [this] {
+        const QString dir = QFileDialog::getExistingDirectory(this, tr("Problem folder"), m_problem->text());
+        if (!dir.isEmpty())
+            m_problem->setText(dir);
+    });
+    auto* problemRow = new QHBoxLayout;
+    problemRow->addWidget(m_problem, 1);
+    problemRow->addWidget(browse);
+    form->addRow(tr("Problem"), problemRow);
+
+    m_target = new QComboBox(this);
+    m_target->addItems({"auto", "cpu", "cuda"});
+    m_target->setToolTip(tr("auto: the kind of the problem's baseline seed"));
+    form->addRow(tr("Target"), m_target);
+    m_synth = new QComboBox(this);
+    m_synth->addItem("knob");
+    m_synth->setToolTip(tr("knob: offline knob and variant search over the seeds. The LLM synthesizer runs from "
+                           "`hone run --synth llm`; its sessions open here like any other."));
+    form->addRow(tr("Synthesizer"), m_synth);
+    m_policy = new QComboBox(this);
+    m_policy->addItems({"uct", "evolutionary", "greedy", "random"});
+    form->addRow(tr("Policy"), m_policy);
+    m_memoryOp = new QComboBox(this);
+    m_memoryOp->addItems({"inherit", "compare", "combine", "restart"});
+    m_memoryOp->setToolTip(tr("the context each LLM proposal draws (knob search ignores it)"));
+    form->addRow(tr("Memory operator"), m_memoryOp);
+    m_budget = new QSpinBox(this);
+    m_budget->setRange(1, 100000);
+    m_budget->setValue(120);
+    form->addRow(tr("Budget (evaluations)"), m_budget);
+    m_workers = new QSpinBox(this);
+    m_workers->setRange(1, 256);
+    m_workers->setValue(2);
+    form->addRow(tr("Workers"), m_workers);
+    m_seed = new QSpinBox(this);
+    m_seed->setRange(0, 1 << 30);
+    m_seed->setValue(1);
+    form->addRow(tr("Seed"), m_seed);
+    m_stall = new QSpinBox(this);
+    m_stall->setRange(0, 100000);
+    m_stall->setSpecialValueText(tr("never"));
+    form->addRow(tr("Stop after no gain in"), m_stall);
+    m_timeLimit = new QDoubleSpinBox(this);
+    m_timeLimit->setRange(0, 1e7);
+    m_timeLimit->setSuffix(tr(" s"));
+    m_timeLimit->setSpecialValueText(tr("none"));
+    form->addRow(tr("Time limit"), m_timeLimit);
+
+    m_start = new QPushButton(tr("Start"), this);
+    m_start->setObjectName("start");
+    m_pause = new QPushButton(tr("Pause"), this);
+    m_pause->setObjectName("pause");
+    m_stop = new QPushButton(tr("Stop"), this);
+    m_stop->setObjectName("stop");
+    connect(m_start, &QPushButton::clicked, this, &Launcher::startRequested);
+    connect(m_pause, &QPushButton::clicked, this, [this] {
+        if (m_pause->text() == tr("Pause"))
+            emit pauseRequested();
+        else
+            emit resumeRequested();
+    });
+    connect(m_stop, &QPushButton::clicked, this, &Launcher::stopRequested);
+    auto* buttons = new QHBoxLayout;
+    buttons->addWidget(m_start);
+    buttons->addWidget(m_pause);
+    buttons->addWidget(m_stop);
+
+    m_message = new QLabel(this);
+    m_message->setWordWrap(true);
+    m_message->setTextInteractionFlags(Qt::TextSelectableByMouse);
+
+    m_sessions = new QTableWidget(0, 6, this);
+    m_sessions->setHorizontalHeaderLabels({tr("session"), tr("problem"), tr("target"), tr("status"), tr("evals"), tr("best")});
+    m_sessions->setSelectionBehavior(QAbstractItemView::SelectRows);
+    m_sessions->setSelectionMode(QAbstractItemView::SingleSelection);
+    m_sessions->setEditTriggers(QAbstractItemView::NoEditTriggers);
+    m_sessions->verticalHeader()->hide();
+    m_sessions->horizontalHeader()->setStretchLastSection(true);
+    connect(m_sessions, &QTableWidget::cellDoubleClicked, this, [this](int row, int) {
+        emit openSessionRequested(m_sessions->item(row, 0)->text().toLongLong());
+    });
+    auto* open = new QPushButton(tr("Open"), this);
+    auto* resume = new QPushButton(tr("Resume"), this);
+    auto* refresh = new QPushButton(tr("Refresh"), this);
+    m_extra = new QSpinBox(this);
+    m_extra->setRange(0, 100000);
+    m_extra->setValue(40);
+    m_extra->setPrefix(tr("+"));
+    m_extra->setToolTip(tr("evaluations added to the session's budget"));
+    connect(open, &QPushButton::clicked, this, [this] {
+        if (selectedSession() >= 0)
+            emit openSessionRequested(selectedSession());
+    });
+    connect(resume, &QPushButton::clicked, this, [this] {
+        if (selectedSession() >= 0)
+            emit resumeSessionRequested(selectedSession(), m_extra->value());
+    });
+    connect(refresh, &QPushButton::clicked, this, &Launcher::refreshRequested);
+    auto* sessionButtons = new QHBoxLayout;
+    sessionButtons->addWidget(open);
+    sessionButtons->addWidget(resume);
+    sessionButtons->addWidget(m_extra);
+    sessionButtons->addStretch();
+    sessionButtons->addWidget(refresh);
+
+    auto* layout = new QVBoxLayout(this);
+    layout->addLayout(form);
+    layout->addLayout(buttons);
+    layout->addWidget(m_message);
+    layout->addWidget(new QLabel(tr("Sessions in the store"), this));
+    layout->addWidget(m_sessions, 1);
+    layout->addLayout(sessionButtons);
+    setRunning(false, false);
+}
+
+core::RunOptions Launcher::options() const
+{
+    const QString dir = m_problem->text().trimmed();
+    if (dir.isEmpty())
+        throw std::runtime_error("Problem: choose a problem folder (Open…), e.g. resources/problems/cpu/softmax");
+    if (!QFileInfo(QDir(dir).filePath("problem.toml")).isFile())
+        throw std::runtime_error(("Problem: " + dir + " has no problem.toml; pick the folder that holds it").toStdString());
+    core::RunOptions o;
+    o.problemDir = dir.toStdString();
+    o.target = m_target->currentText().toStdString();
+    o.synth = m_synth->currentText().toStdString();
+    o.policy = m_policy->currentText().toStdString();
+    o.memoryOp = m_memoryOp->currentText().toStdString();
+    o.budget = m_budget->value();
+    o.workers = m_workers->value();
+    o.seed = static_cast<uint64_t>(m_seed->value());
+    o.stall = m_stall->value();
+    o.timeLimitSeconds = m_timeLimit->value();
+    return o;
+}
+
+void Launcher::setProblemDir(const QString& dir) { m_problem->setText(dir); }
+void Launcher::setBudget(int budget) { m_budget->setValue(budget); }
+void Launcher::setWorkers(int workers) { m_workers->setValue(workers); }
+
+void Launcher::setRunning(bool running, bool paused)
+{
+    m_start->setEnabled(!running);
+    m_pause->setEnabled(running);
+    m_stop->setEnabled(running);
+    m_pause->setText(paused ? tr("Resume") : tr("Pause"));
+}
+
+void Launcher::showSessions(
+    const std::vector<core::SessionRecord>& sessions, const std::map<int64_t, std::pair<int, double>>& stats)
+{
+    m_sessions->setRowCount(0);
+    for (auto it = sessions.rbegin(); it != sessions.rend(); ++it) {
+        const int row = m_sessions->rowCount();
+        m_sessions->insertRow(row);
+        auto st = stats.count(it->id) ? stats.at(it->id) : std::pair<int, double> {0, 0.0};
+        const QStringList cells {QString::number(it->id), QString::fromStdString(it->problemName),
+            QString::fromStdString(it->target), QString::fromStdString(it->status), QString::number(st.first),
+            st.second > 0 ? QString::number(st.second, 'f', 2) + "x" : QString("-")};
+        for (int c = 0; c < cells.size(); ++c)
+            m_sessions->setItem(row, c, new QTableWidgetItem(cells[c]));
+    }
+}
+
+void Launcher::setMessage(const QString& text, bool error)
+{
+    m_message->setText(text);
+    m_message->setStyleSheet(error ? "color: #b00020" : "");
+}
+
+qint64 Launcher::selectedSession() const
+{
+    const auto rows = m_sessions->selectionModel()->selectedRows();
+    if (rows.isEmpty())
+        return -1;
+    return m_sessions->item(rows.first().row(), 0)->text().toLongLong();
+}
+
+int Launcher::extraBudget() const { return m_extra->value(); }
+
+} // namespace hone::app

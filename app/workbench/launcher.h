@@ -1,0 +1,66 @@
+#pragma once
+
+#include "core/engine.h"
+
+#include <QWidget>
+
+class QComboBox;
+class QLabel;
+class QLineEdit;
+class QPushButton;
+class QSpinBox;
+class QDoubleSpinBox;
+class QTableWidget;
+
+namespace hone::app {
+
+/// The launcher panel: a problem folder, the target, synthesizer, policy and budgets; start,
+/// pause and stop; and the store's past sessions, to open or resume.
+class Launcher : public QWidget {
+    Q_OBJECT
+public:
+    explicit Launcher(QWidget* parent = nullptr);
+
+    /// The run the form describes; throws std::runtime_error naming the field when it is invalid.
+    core::RunOptions options() const;
+    void setProblemDir(const QString& dir);
+    void setBudget(int budget);
+    void setWorkers(int workers);
+    /// Reflects the search's state in the buttons.
+    void setRunning(bool running, bool paused);
+    /// Lists the sessions of `store` (newest first).
+    void showSessions(const std::vector<core::SessionRecord>& sessions, const std::map<int64_t, std::pair<int, double>>& stats);
+    void setMessage(const QString& text, bool error = false);
+    /// The session selected in the list, or -1.
+    qint64 selectedSession() const;
+    int extraBudget() const;
+
+signals:
+    void startRequested();
+    void pauseRequested();
+    void resumeRequested();
+    void stopRequested();
+    void openSessionRequested(qint64 session);
+    void resumeSessionRequested(qint64 session, int extraBudget);
+    void refreshRequested();
+
+private:
+    QLineEdit* m_problem;
+    QComboBox* m_target;
+    QComboBox* m_synth;
+    QComboBox* m_policy;
+    QComboBox* m_memoryOp;
+    QSpinBox* m_budget;
+    QSpinBox* m_workers;
+    QSpinBox* m_seed;
+    QSpinBox* m_stall;
+    QDoubleSpinBox* m_timeLimit;
+    QPushButton* m_start;
+    QPushButton* m_pause;
+    QPushButton* m_stop;
+    QLabel* m_message;
+    QTableWidget* m_sessions;
+    QSpinBox* m_extra;
+};
+
+} // namespace hone::app

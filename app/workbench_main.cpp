@@ -1,0 +1,178 @@
+// hone-workbench: the desktop workbench (docs/WORKBENCH.md).
+#include "app/cli_common.h"
+#include "app/workbench/launcher.h"
+#include "app/workbench/main_window.h"
+#include "views/inspector.h"
+#include "views/kb_curator.h"
+#include "views/knowledge_hits.h"
+#include "views/node_table.h"
+#include "views/occupancy_plot.h"
+#include "views/progress_plot.h"
+#include "views/review_panel.h"
+#include "views/roofline_plot.h"
+#include "views/tree_view.h"
+
+#include <QApplication>
+#include <QCommandLineParser>
+#include <QDir>
+#include <QDockWidget>
+#include <QElapsedTimer>
+#include <QTabWidget>
+#include <QTimer>
+
+#include <cstdio>
+#include <functional>
+
+using namespace hone;
+
+namespace {
+
+void settle(int ms)
+{
+    QElapsedTimer t;
+    t.start();
+    while (t.elapsed() < ms)
+        QApplication::processEvents(QEventLoop::AllEvents, 20);
+}
+
+bool save(QWidget* w, const QString& dir, const QString& name)
+{
+    const QString path = QDir(dir).filePath(name + ".png");
+    const bool ok = w->grab().save(path);
+    std::printf("%s %s\n", ok ? "saved" : "FAILED to save", qPrintable(path));
+    return ok;
+}
+
+/// Shows the dock of `panel` in front, lets it lay out and paint, then saves it.
+bool shoot(app::MainWindow& w, QWidget* panel, const QString& dir, const QString& name)
+{
+    if (QDockWidget* d = w.dockOf(panel)) {
+        d->show();
+        d->raise();
+        settle(400);
+        return save(d, dir, name);
+    }
+    settle(300);
+    return save(panel, dir, name);
+}
+
+/// The screenshot tour (scripts/screenshots): every panel on the best node of the session.
+int screenshots(app::MainWindow& w, const QString& dir, const QString& prefix)
+{
+    QDir().mkpath(dir);
+    auto& data = *w.sessionData();
+    const qint64 best = data.bestNode();
+    if (best < 0) {
+        std::fprintf(stderr, "hone-workbench: the session has no successful candidate to show\n");
+        return 1;
+    }
+    w.selection()->setCurrent(best);
+    w.treeView()->refresh();
+    w.treeView()->fitAll();
+    settle(600);
+    bool ok = save(&w, dir, prefix + "window");
+    ok &= save(w.treeView(), dir, prefix + "tree");
+    ok &= shoot(w, w.nodeTable(), dir, prefix + "nodes");
+    ok &= shoot(w, w.roofline(), dir, prefix + "roofline");
+    ok &= shoot(w, w.occupancy(), dir, prefix + "occupancy");
+    ok &= shoot(w, w.progress(), dir, prefix + "progress");
+    auto* inspector = w.inspector();
+    const std::pair<int, const char*> tabs[] = {{views::Inspector::SourceTab, "inspector-source"},
+        {views::Inspector::CompileTab, "inspector-compile"}, {views::Inspector::CorrectnessTab, "inspector-correctness"},
+        {views::Inspector::TimingTab, "inspector-timing"}, {views::Inspector::LlmTab, "inspector-llm"}};
+    for (const auto& [tab, name] : tabs) {
+        inspector->tabs()->setCurrentIndex(tab);
+        ok &= shoot(w, reinterpret_cast<QWidget*>(inspector), dir, prefix + name);
+    }
+    inspector->setDiffAgainst(views::Inspector::AgainstBaseline);
+    inspector->tabs()->setCurrentIndex(views::Inspector::DiffTab);
+    ok &= shoot(w, reinterpret_cast<QWidget*>(inspector), dir, prefix + "diff");
+    ok &= shoot(w, w.knowledgeHits(), dir, prefix + "knowledge");
+    ok &= shoot(w, w.curator(), dir, prefix + "curator");
+    w.actions()->reviewRequested(best);
+    ok &= shoot(w, w.review(), dir, prefix + "review");
+    ok &= shoot(w, w.launcher(), dir, prefix + "launcher");
+    return ok ? 0 : 1;
+}
+
+} // namespace
+
+int main(int argc, char** argv)
+{
+    QApplication app(argc, argv);
+    QApplication::setApplicationName("hone-workbench");
+    QApplication::setOrganizationName("Hone");
+    QCommandLineParser parser;
+    parser.setApplicationDescription("Hone workbench: watch and steer a kernel search, review and approve the winner.");
+    parser.addHelpOption();
+    parser.addPositionalArgument("problem", "a problem folder to put in the launcher (and run with --start)", "[PROBLEM]");
+    QCommandLineOption storeOpt("store", "SQLite store (default $HONE_STORE or ~/.local/share/hone/hone.db)", "PATH");
+    QCommandLineOption workerOpt("worker", "hone-worker binary (default: next to this one, else PATH)", "PATH");
+    QCommandLineOption cacheOpt("cache-dir", "compile and calibration cache (default $HONE_CACHE_DIR or ~/.cache/hone)", "DIR");
+    QCommandLineOption startOpt("start", "start the search on PROBLEM at once");
+    QCommandLineOption budgetOpt("budget", "evaluations (seeds included)", "N", "120");
+    QCommandLineOption workersOpt("workers", "parallel evaluations", "N", "2");
+    QCommandLineOption openOpt("open", "open stored session N (read-only)", "N");
+    QCommandLineOption resumeOpt("resume", "resume stored session N", "N");
+    QCommandLineOption exportsOpt("exports", "where approved bundles go (default ~/hone-exports)", "DIR");
+    QCommandLineOption shotsOpt("screenshots", "save a PNG of every panel into DIR once the search ends, then quit", "DIR");
+    QCommandLineOption prefixOpt("screenshot-prefix", "file name prefix of the screenshots", "TEXT", "");
+    QCommandLineOption noLayoutOpt("no-saved-layout", "ignore the saved window layout");
+    parser.addOptions({storeOpt, workerOpt, cacheOpt, startOpt, budgetOpt, workersOpt, openOpt, resumeOpt, exportsOpt,
+        shotsOpt, prefixOpt, noLayoutOpt});
+    parser.process(app);
+
+    app::WorkbenchConfig config;
+    config.runner.store = parser.isSet(storeOpt) ? std::filesystem::path(parser.value(storeOpt).toStdString())
+                                                 : app::defaultStorePath();
+    config.runner.workerPath = parser.value(workerOpt).toStdString();
+    config.runner.cacheDir = parser.value(cacheOpt).toStdString();
+    config.exportRoot = parser.value(exportsOpt);
+    config.restoreLayout = !parser.isSet(noLayoutOpt) && !parser.isSet(shotsOpt);
+
+    std::unique_ptr<app::MainWindow> window;
+    try {
+        window = std::make_unique<app::MainWindow>(config);
+    } catch (const std::exception& e) {
+        std::fprintf(stderr, "hone-workbench: %s\n", e.what());
+        return 2;
+    }
+    auto& w = *window;
+    bool ok = true;
+    auto number = [&](const QCommandLineOption& o) {
+        bool good = false;
+        const int v = parser.value(o).toInt(&good);
+        if (!good || v <= 0) {
+            std::fprintf(stderr, "hone-workbench: --%s '%s': expected a positive number\n",
+                qPrintable(o.names().first()), qPrintable(parser.value(o)));
+            std::exit(2);
+        }
+        return v;
+    };
+    w.launcher()->setBudget(number(budgetOpt));
+    w.launcher()->setWorkers(number(workersOpt));
+    if (!parser.positionalArguments().isEmpty())
+        w.launcher()->setProblemDir(parser.positionalArguments().first());
+    w.show();
+    if (parser.isSet(openOpt))
+        ok = w.openSession(number(openOpt));
+    else if (parser.isSet(resumeOpt))
+        ok = w.resumeSession(number(resumeOpt), 0);
+    else if (parser.isSet(startOpt))
+        ok = w.startSearch();
+    if (!ok) {
+        std::fprintf(stderr, "hone-workbench: could not start; see the launcher's message\n");
+        if (parser.isSet(shotsOpt))
+            return 2;
+    }
+    if (parser.isSet(shotsOpt)) {
+        const QString dir = parser.value(shotsOpt);
+        const QString prefix = parser.value(prefixOpt);
+        auto tour = [&w, dir, prefix] { QApplication::exit(screenshots(w, dir, prefix)); };
+        if (w.runner()->running())
+            QObject::connect(w.runner(), &app::EngineRunner::finished, &w, [tour] { QTimer::singleShot(500, tour); });
+        else
+            QTimer::singleShot(800, tour);
+    }
+    return QApplication::exec();
+}

@@ -1,0 +1,1123 @@
+#include "core/export_bundle.h"
+
+#include "core/problem_spec.h"
+#include "core/store.h"
+
+#include "hone_prompt_resources.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <map>
+#include <optional>
+#include <sstream>
+
+namespace hone::core {
+namespace {
+
+namespace fs = std::filesystem;
+
+std::optional<std::string> readText(const fs::path& path)
+{
+    std::ifstream in(path, std::ios::binary);
+    if (!in)
+        return std::nullopt;
+    std::ostringstream s;
+    s << in.rdbuf();
+    return s.str();
+}
+
+std::string env(const char* name)
+{
+    const char* v = std::getenv(name);
+    return v ? std::string(v) : std::string();
+}
+
+/// `text` as one shell word.
+std::string shellQuote(const std::string& text)
+{
+    const bool plain = !text.empty() && std::all_of(text.begin(), text.end(), [](char c) {
+        return std::isalnum(static_cast<unsigned char>(c)) || std::string_view("_-+=.,/:@%").find(c) != std::string_view::npos;
+    });
+    if (plain)
+        return text;
+    std::string out = "'";
+    for (char c : text)
+        out += c == '\'' ? std::string("'\\''") : std::string(1, c);
+    return out + "'";
+}
+
+/// A C++ string literal.
+std::string cString(const std::string& text)
+{
+    std::string out = "\"";
+    for (char c : text) {
+        if (c == '"' || c == '\\')
+            out += '\\';
+        if (c == '\n') {
+            out += "\\n";
+            continue;
+        }
+        out += c;
+    }
+    return out + "\"";
+}
+
+/// A C++ double literal that reads back as `v`.
+std::string cDouble(double v)
+{
+    if (std::isnan(v))
+        return "std::numeric_limits<double>::quiet_NaN()";
+    if (std::isinf(v))
+        return v > 0 ? "std::numeric_limits<double>::infinity()" : "-std::numeric_limits<double>::infinity()";
+    char buf[64];
+    std::snprintf(buf, sizeof buf, "%.17g", v);
+    std::string s = buf;
+    if (s.find_first_of(".eE") == std::string::npos)
+        s += ".0";
+    return s;
+}
+
+std::string knobValue(const nlohmann::json& v)
+{
+    return v.is_string() ? v.get<std::string>() : v.dump();
+}
+
+const nlohmann::json& member(const nlohmann::json& j, const char* key)
+{
+    static const nlohmann::json null;
+    if (!j.is_object())
+        return null;
+    const auto it = j.find(key);
+    return it == j.end() ? null : *it;
+}
+
+std::string langOf(const SourceRecord& src)
+{
+    if (!src.lang.empty())
+        return src.lang;
+    if (src.name.ends_with(".cu"))
+        return "cuda";
+    if (src.name.ends_with(".hip"))
+        return "hip";
+    return "cpp";
+}
+
+/// Everything an export reads from the store.
+struct Context {
+    SessionRecord session;
+    NodeRecord node;
+    SourceRecord source;
+    std::optional<EvaluationRecord> evaluation;
+    std::optional<NodeRecord> baselineNode;
+    std::optional<SourceRecord> baselineSource;
+    std::optional<EvaluationRecord> baselineEvaluation;
+    std::vector<ApprovalRecord> reviews;
+};
+
+Context loadContext(const Store& store, int64_t sessionId, int64_t nodeId)
+{
+    Context c;
+    auto session = store.session(sessionId);
+    if (!session)
+        throw ExportError("the store " + store.path().string() + " has no session " + std::to_string(sessionId)
+            + "; `hone show` lists the sessions");
+    c.session = *session;
+    const auto nodes = store.nodes(sessionId);
+    const auto n = std::find_if(nodes.begin(), nodes.end(), [&](const NodeRecord& r) { return r.id == nodeId; });
+    if (n == nodes.end() || n->sourceHash.empty())
+        throw ExportError("session " + std::to_string(sessionId) + " has no candidate node " + std::to_string(nodeId)
+            + "; `hone show " + std::to_string(sessionId) + "` lists its nodes");
+    c.node = *n;
+    auto src = store.source(n->sourceHash);
+    if (!src)
+        throw ExportError("the store lacks the source of node " + std::to_string(sessionId) + "/"
+            + std::to_string(nodeId) + " (hash " + n->sourceHash + ")");
+    c.source = *src;
+    // The baseline is the first seed, as the engine adds it (docs/ARCHITECTURE.md, the loop).
+    for (const auto& r : nodes)
+        if (r.origin == "seed" && (!c.baselineNode || r.id < c.baselineNode->id))
+            c.baselineNode = r;
+    if (c.baselineNode)
+        c.baselineSource = store.source(c.baselineNode->sourceHash);
+    for (auto& e : store.evaluations(sessionId)) {
+        if (e.nodeId == nodeId)
+            c.evaluation = e;
+        if (c.baselineNode && e.nodeId == c.baselineNode->id)
+            c.baselineEvaluation = e;
+    }
+    for (auto& a : store.approvals(sessionId))
+        if (a.nodeId == nodeId)
+            c.reviews.push_back(std::move(a));
+    return c;
+}
+
+nlohmann::json evaluationJson(const EvaluationRecord& e)
+{
+    nlohmann::json j = {{"status", e.status}, {"speedup", e.speedup}, {"median_ns", e.medianNs},
+        {"bound", e.bound}, {"device", e.device}, {"from_cache", e.fromCache}, {"evaluated_at", e.createdAt},
+        {"result", e.result}};
+    if (e.status != "ok")
+        j["failure"] = {{"kind", e.failureKind}, {"message", e.failureMessage}};
+    const auto& checks = member(e.result, "checks");
+    if (checks.is_array()) {
+        int ok = 0;
+        for (const auto& c : checks)
+            ok += c.value("ok", false) ? 1 : 0;
+        j["checks_passed"] = ok;
+        j["checks_total"] = checks.size();
+    }
+    return j;
+}
+
+nlohmann::json evidenceOf(const Context& c)
+{
+    nlohmann::json j = {{"format", "hone-evidence-1"}, {"session", c.session.id}, {"node", c.node.id},
+        {"problem", {{"name", c.session.problemName}, {"dir", c.session.problemDir}, {"hash", c.session.problemHash}}},
+        {"candidate", {{"source", c.source.name}, {"source_sha256", c.source.hash}, {"lang", langOf(c.source)},
+            {"knobs", c.node.knobs}, {"flags", c.node.flags}, {"origin", c.node.origin}, {"parent", c.node.parentId}}},
+        {"target", c.session.target}};
+    j["evaluation"] = c.evaluation ? evaluationJson(*c.evaluation) : nlohmann::json();
+    if (c.baselineNode) {
+        nlohmann::json b = {{"node", c.baselineNode->id}, {"knobs", c.baselineNode->knobs},
+            {"flags", c.baselineNode->flags}};
+        b["source"] = c.baselineSource ? c.baselineSource->name : std::string();
+        b["evaluation"] = c.baselineEvaluation ? evaluationJson(*c.baselineEvaluation) : nlohmann::json();
+        j["baseline"] = b;
+    } else {
+        j["baseline"] = nullptr;
+    }
+
+    nlohmann::json speedup = nullptr;
+    if (c.evaluation && c.evaluation->status == "ok") {
+        const SpeedupInterval ci = speedupInterval(member(c.evaluation->result, "timing"));
+        speedup = {{"median", c.evaluation->speedup}, {"method",
+            "median of the paired ratios baseline/candidate (interleaved samples); order-statistic (sign-test) "
+            "interval of that median"}};
+        if (ci.valid) {
+            speedup["ci95"] = {ci.low, ci.high};
+            speedup["coverage"] = ci.coverage;
+            speedup["pairs"] = ci.pairs;
+        } else {
+            speedup["ci95"] = nullptr;
+            speedup["why_no_interval"] = ci.why;
+        }
+    }
+    j["speedup"] = speedup;
+
+    const nlohmann::json& result = c.evaluation ? c.evaluation->result : nlohmann::json();
+    const auto& environment = member(result, "environment");
+    std::string device = c.evaluation ? c.evaluation->device : std::string();
+    if (device.empty() && environment.is_object())
+        device = environment.value("device", std::string());
+    j["device"] = device;
+    const auto& compile = member(result, "compile");
+    j["toolchain"] = {{"compiler", environment.is_object() ? environment.value("compiler", std::string()) : ""},
+        {"backend", environment.is_object() ? environment.value("backend", std::string()) : ""},
+        {"flags", environment.is_object() ? environment.value("flags", std::string()) : ""},
+        {"compile_command", compile.is_object() ? compile.value("command", std::string()) : ""}};
+
+    nlohmann::json reviews = nlohmann::json::array();
+    for (const auto& r : c.reviews)
+        reviews.push_back({{"decision", r.decision}, {"reviewer", r.reviewer}, {"note", r.note},
+            {"export_dir", r.exportDir}, {"at", r.createdAt}});
+    j["reviews"] = reviews;
+    j["review"] = nullptr;
+    return j;
+}
+
+/// Where hone/kernel.h comes from: the option, the environment, the install or source tree,
+/// else the copy compiled into hone_core.
+std::pair<std::string, std::string> kernelHeader(const ExportOptions& o)
+{
+    const fs::path rel = fs::path("include") / "hone" / "kernel.h";
+    if (!o.resourcesDir.empty()) {
+        if (auto text = readText(o.resourcesDir / rel))
+            return {*text, (o.resourcesDir / rel).string()};
+        throw ExportError("the resources folder " + o.resourcesDir.string() + " has no include/hone/kernel.h; "
+            "pass Hone's resources folder (resources/ of the source tree or share/hone of an install)");
+    }
+    std::vector<fs::path> candidates;
+    if (const std::string r = env("HONE_RESOURCES"); !r.empty())
+        candidates.push_back(fs::path(r) / rel);
+    if (const std::string s = env("HONE_SOURCE_DIR"); !s.empty())
+        candidates.push_back(fs::path(s) / "resources" / rel);
+    std::error_code ec;
+    if (const fs::path exe = fs::read_symlink("/proc/self/exe", ec); !ec)
+        candidates.push_back(exe.parent_path().parent_path() / "share" / "hone" / rel);
+#ifdef HONE_SOURCE_DIR
+    candidates.push_back(fs::path(HONE_SOURCE_DIR) / "resources" / rel);
+#endif
+    for (const auto& p : candidates)
+        if (auto text = readText(p))
+            return {*text, p.string()};
+    return {std::string(embedded::kAbiHeader), "the copy built into hone"};
+}
+
+/// The worker's default tolerance per dtype (backends/worker/checks.cpp), for outputs whose
+/// dtype problem.toml leaves out.
+Tolerance toleranceFor(const ProblemSpec& spec, DType t)
+{
+    if (auto it = spec.tolerance.find(t); it != spec.tolerance.end())
+        return it->second;
+    switch (t) {
+    case DType::F64:
+        return {1e-10, 1e-8};
+    case DType::F32:
+        return {1e-5, 1e-4};
+    case DType::F16:
+        return {1e-3, 1e-2};
+    case DType::BF16:
+        return {1e-2, 2e-2};
+    default:
+        return {0, 0};
+    }
+}
+
+const char* honeDtype(const std::string& name)
+{
+    static const std::map<std::string, const char*> names = {{"f32", "HONE_F32"}, {"f16", "HONE_F16"},
+        {"bf16", "HONE_BF16"}, {"f64", "HONE_F64"}, {"i32", "HONE_I32"}, {"i64", "HONE_I64"}, {"u8", "HONE_U8"}};
+    const auto it = names.find(name);
+    return it == names.end() ? "HONE_F32" : it->second;
+}
+
+double initNumber(const nlohmann::json& init, const char* key, double fallback)
+{
+    const auto& v = member(init, key);
+    return v.is_number() ? v.get<double>() : fallback;
+}
+
+/// The C++ table of check shapes the standalone test runs.
+std::string shapeTable(const ProblemSpec& spec, const std::vector<int>& seeds)
+{
+    const nlohmann::json problem = resolveProblem(spec);
+    std::ostringstream s;
+    s << "const char* const kProblem = " << cString(spec.name) << ";\n";
+    s << "const std::vector<uint64_t> kSeeds = {";
+    for (size_t i = 0; i < seeds.size(); ++i)
+        s << (i ? ", " : "") << seeds[i];
+    s << "};\n";
+    s << "const std::vector<ShapeDef> kShapes = {\n";
+    for (const auto& shape : problem["check"]) {
+        s << "    {" << cString(shape["label"].get<std::string>()) << ",\n        {";
+        bool first = true;
+        for (const auto& t : shape["inputs"]) {
+            const auto& init = t["init"];
+            const std::string dist = init.value("dist", std::string("normal"));
+            std::string kind = "kNormal";
+            double a = initNumber(init, "mean", 0.0), b = initNumber(init, "std", 1.0);
+            if (dist == "uniform") {
+                kind = "kUniform";
+                a = initNumber(init, "low", 0.0);
+                b = initNumber(init, "high", 1.0);
+            } else if (dist == "randint") {
+                kind = "kRandint";
+                a = initNumber(init, "low", 0.0);
+                b = initNumber(init, "high", 0.0);
+            } else if (dist == "offsets") {
+                kind = "kOffsets";
+                a = initNumber(init, "total", 0.0);
+                b = 0;
+            }
+            s << (first ? "" : ",\n         ") << "{" << cString(t["name"].get<std::string>()) << ", "
+              << honeDtype(t["dtype"].get<std::string>()) << ", {";
+            for (size_t d = 0; d < t["shape"].size(); ++d)
+                s << (d ? ", " : "") << t["shape"][d].get<int64_t>();
+            s << "}, " << kind << ", " << cDouble(a) << ", " << cDouble(b) << ", "
+              << (init.value("sorted", false) ? "true" : "false") << ", 0.0, 0.0}";
+            first = false;
+        }
+        s << "},\n        {";
+        first = true;
+        for (const auto& t : shape["outputs"]) {
+            const std::string dtype = t["dtype"].get<std::string>();
+            const Tolerance tol = toleranceFor(spec, dtypeFromName(dtype).value_or(DType::F32));
+            s << (first ? "" : ",\n         ") << "{" << cString(t["name"].get<std::string>()) << ", "
+              << honeDtype(dtype) << ", {";
+            for (size_t d = 0; d < t["shape"].size(); ++d)
+                s << (d ? ", " : "") << t["shape"][d].get<int64_t>();
+            s << "}, kNormal, 0.0, 0.0, false, " << cDouble(tol.atol) << ", " << cDouble(tol.rtol) << "}";
+            first = false;
+        }
+        // The problem's params, then the shape's symbols: the order hone-worker passes them in.
+        s << "},\n        {";
+        first = true;
+        for (const auto& [name, value] : spec.params) {
+            s << (first ? "" : ", ") << "{" << cString(name) << ", " << cDouble(value) << "}";
+            first = false;
+        }
+        for (auto it = shape["symbols"].begin(); it != shape["symbols"].end(); ++it) {
+            s << (first ? "" : ", ") << "{" << cString(it.key()) << ", " << cDouble(it->get<double>()) << "}";
+            first = false;
+        }
+        s << "}},\n";
+    }
+    s << "};\n";
+    return s.str();
+}
+
+// The standalone test. Its generator is hone-worker's (backends/worker/tensors.cpp), so the
+// inputs are the very ones the search checked; its comparison is the worker's (checks.cpp).
+constexpr std::string_view kHarness = R"harness(
+#include "hone/kernel.h"
+
+#include <dlfcn.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <limits>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+#if HONE_TEST_CUDA
+#include <cuda_runtime.h>
+#endif
+
+namespace {
+
+enum Dist { kNormal, kUniform, kRandint, kOffsets };
+
+struct TensorDef {
+    std::string name;
+    int dtype;
+    std::vector<int64_t> shape;
+    Dist dist;      // inputs: how values are drawn
+    double a, b;    // normal: mean, std; uniform, randint: low, high; offsets: total
+    bool sorted;
+    double atol, rtol; // outputs: |got - want| <= atol + rtol * |want|
+};
+
+struct ShapeDef {
+    std::string label;
+    std::vector<TensorDef> inputs;
+    std::vector<TensorDef> outputs;
+    std::vector<std::pair<std::string, double>> params;
+};
+
+@TABLE@
+uint64_t splitmix64(uint64_t& state)
+{
+    uint64_t z = (state += 0x9E3779B97F4A7C15ull);
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    return z ^ (z >> 31);
+}
+
+uint64_t fnv1a(const void* data, size_t n)
+{
+    uint64_t h = 0xCBF29CE484222325ull;
+    const unsigned char* p = static_cast<const unsigned char*>(data);
+    for (size_t i = 0; i < n; ++i) {
+        h ^= p[i];
+        h *= 0x100000001B3ull;
+    }
+    return h;
+}
+
+uint64_t hashAt(uint64_t key, uint64_t i)
+{
+    uint64_t s = key ^ (i * 0x9E3779B97F4A7C15ull);
+    return splitmix64(s);
+}
+
+double uniformAt(uint64_t key, uint64_t i)
+{
+    return static_cast<double>(hashAt(key, i) >> 11) * 0x1.0p-53;
+}
+
+double normalAt(uint64_t key, uint64_t i)
+{
+    const double u1 = 1.0 - uniformAt(key, 2 * i);
+    const double u2 = uniformAt(key, 2 * i + 1);
+    return std::sqrt(-2.0 * std::log(u1)) * std::cos(2.0 * 3.14159265358979323846 * u2);
+}
+
+__extension__ typedef unsigned __int128 Wide;
+
+int64_t belowAt(uint64_t key, uint64_t i, int64_t n)
+{
+    if (n <= 1)
+        return 0;
+    const Wide wide = static_cast<Wide>(hashAt(key, i)) * static_cast<uint64_t>(n);
+    return static_cast<int64_t>(wide >> 64);
+}
+
+struct Rng { // xoshiro256**
+    uint64_t s[4];
+    explicit Rng(uint64_t seed)
+    {
+        for (auto& v : s)
+            v = splitmix64(seed);
+    }
+    uint64_t next()
+    {
+        auto rotl = [](uint64_t x, int k) { return (x << k) | (x >> (64 - k)); };
+        const uint64_t result = rotl(s[1] * 5, 7) * 9;
+        const uint64_t t = s[1] << 17;
+        s[2] ^= s[0];
+        s[3] ^= s[1];
+        s[1] ^= s[2];
+        s[0] ^= s[3];
+        s[2] ^= t;
+        s[3] = rotl(s[3], 45);
+        return result;
+    }
+    int64_t below(int64_t n)
+    {
+        if (n <= 1)
+            return 0;
+        const uint64_t un = static_cast<uint64_t>(n);
+        const uint64_t limit = std::numeric_limits<uint64_t>::max() - std::numeric_limits<uint64_t>::max() % un;
+        uint64_t x = next();
+        while (x >= limit)
+            x = next();
+        return static_cast<int64_t>(x % un);
+    }
+};
+
+size_t dtypeSize(int t)
+{
+    switch (t) {
+    case HONE_F16:
+    case HONE_BF16:
+        return 2;
+    case HONE_F64:
+    case HONE_I64:
+        return 8;
+    case HONE_U8:
+        return 1;
+    default:
+        return 4;
+    }
+}
+
+bool isFloat(int t)
+{
+    return t == HONE_F32 || t == HONE_F16 || t == HONE_BF16 || t == HONE_F64;
+}
+
+template <typename T> T clampTo(double v)
+{
+    if (std::isnan(v))
+        return 0;
+    const double lo = static_cast<double>(std::numeric_limits<T>::lowest());
+    const double hi = static_cast<double>(std::numeric_limits<T>::max());
+    return static_cast<T>(std::min(std::max(v, lo), hi));
+}
+
+/// A 64-byte aligned host buffer, never null (as the worker allocates them).
+struct Buffer {
+    struct Free {
+        void operator()(unsigned char* p) const { std::free(p); }
+    };
+    std::unique_ptr<unsigned char, Free> data;
+    size_t numel = 0;
+    size_t bytes = 0;
+    int dtype = HONE_F32;
+
+    Buffer(const TensorDef& t)
+        : dtype(t.dtype)
+    {
+        numel = 1;
+        for (int64_t d : t.shape)
+            numel *= static_cast<size_t>(d);
+        bytes = numel * dtypeSize(dtype);
+        const size_t alloc = std::max<size_t>(64, (bytes + 63) / 64 * 64);
+        data.reset(static_cast<unsigned char*>(std::aligned_alloc(64, alloc)));
+        if (!data) {
+            std::fprintf(stderr, "out of memory\n");
+            std::exit(2);
+        }
+        std::memset(data.get(), 0, alloc);
+    }
+    Buffer(const Buffer& o)
+        : Buffer(TensorDef{"", o.dtype, {static_cast<int64_t>(o.numel)}, kNormal, 0, 0, false, 0, 0})
+    {
+        std::memcpy(data.get(), o.data.get(), bytes);
+    }
+
+    void set(size_t i, double v)
+    {
+        unsigned char* p = data.get() + i * dtypeSize(dtype);
+        switch (dtype) {
+        case HONE_F32: { const float f = static_cast<float>(v); std::memcpy(p, &f, 4); break; }
+        case HONE_F64: std::memcpy(p, &v, 8); break;
+        case HONE_F16: { const uint16_t h = hone_f32_to_f16(static_cast<float>(v)); std::memcpy(p, &h, 2); break; }
+        case HONE_BF16: { const uint16_t h = hone_f32_to_bf16(static_cast<float>(v)); std::memcpy(p, &h, 2); break; }
+        case HONE_I32: { const int32_t x = clampTo<int32_t>(std::nearbyint(v)); std::memcpy(p, &x, 4); break; }
+        case HONE_I64: { const int64_t x = clampTo<int64_t>(std::nearbyint(v)); std::memcpy(p, &x, 8); break; }
+        case HONE_U8: *p = clampTo<uint8_t>(std::nearbyint(v)); break;
+        }
+    }
+    double at(size_t i) const
+    {
+        const unsigned char* p = data.get() + i * dtypeSize(dtype);
+        switch (dtype) {
+        case HONE_F32: { float v; std::memcpy(&v, p, 4); return v; }
+        case HONE_F64: { double v; std::memcpy(&v, p, 8); return v; }
+        case HONE_F16: { uint16_t v; std::memcpy(&v, p, 2); return hone_f16_to_f32(v); }
+        case HONE_BF16: { uint16_t v; std::memcpy(&v, p, 2); return hone_bf16_to_f32(v); }
+        case HONE_I32: { int32_t v; std::memcpy(&v, p, 4); return v; }
+        case HONE_I64: { int64_t v; std::memcpy(&v, p, 8); return static_cast<double>(v); }
+        case HONE_U8: return *p;
+        }
+        return 0;
+    }
+    // NaN patterns no arithmetic produces, so an element never written is told from a NaN.
+    static void poisonPattern(int dtype, unsigned char* out)
+    {
+        const uint32_t f32 = 0x7FC0DEADu;
+        const uint64_t f64 = 0x7FF8DEADBEEFDEADull;
+        const uint16_t half = dtype == HONE_F16 ? 0x7E01u : 0x7FC1u;
+        if (dtype == HONE_F32)
+            std::memcpy(out, &f32, 4);
+        else if (dtype == HONE_F64)
+            std::memcpy(out, &f64, 8);
+        else if (dtype == HONE_F16 || dtype == HONE_BF16)
+            std::memcpy(out, &half, 2);
+        else
+            std::memset(out, 0xA5, dtypeSize(dtype));
+    }
+    void poison()
+    {
+        unsigned char pattern[8];
+        poisonPattern(dtype, pattern);
+        const size_t size = dtypeSize(dtype);
+        for (size_t i = 0; i < numel; ++i)
+            std::memcpy(data.get() + i * size, pattern, size);
+    }
+    bool isPoison(size_t i) const
+    {
+        unsigned char pattern[8];
+        poisonPattern(dtype, pattern);
+        return std::memcmp(data.get() + i * dtypeSize(dtype), pattern, dtypeSize(dtype)) == 0;
+    }
+};
+
+void fill(Buffer& buf, const TensorDef& t, uint64_t seed, const std::string& label, size_t index)
+{
+    uint64_t mix = seed ^ fnv1a(label.data(), label.size()) ^ (0xD1B54A32D192ED03ull * (index + 1));
+    const uint64_t key = splitmix64(mix);
+    const size_t n = buf.numel;
+    if (t.dist == kOffsets) { // sorted, first 0, last `total`
+        const int64_t total = static_cast<int64_t>(t.a);
+        Rng rng(key);
+        std::vector<int64_t> cuts(n, 0);
+        if (n >= 2) {
+            cuts[n - 1] = total;
+            for (size_t i = 1; i + 1 < n; ++i)
+                cuts[i] = rng.below(total + 1);
+            std::sort(cuts.begin() + 1, cuts.end() - 1);
+        }
+        for (size_t i = 0; i < n; ++i)
+            buf.set(i, static_cast<double>(cuts[i]));
+        return;
+    }
+    std::vector<double> values(n);
+    for (size_t i = 0; i < n; ++i) {
+        if (t.dist == kNormal) {
+            values[i] = t.a + t.b * normalAt(key, i);
+        } else if (t.dist == kUniform && isFloat(t.dtype)) {
+            values[i] = t.a + (t.b - t.a) * uniformAt(key, i);
+        } else if (t.dist == kUniform) { // integers: both ends included
+            const int64_t lo = static_cast<int64_t>(std::ceil(t.a));
+            const int64_t span = static_cast<int64_t>(std::floor(t.b)) - lo + 1;
+            values[i] = static_cast<double>(lo + belowAt(key, i, span));
+        } else { // randint: high exclusive
+            const int64_t lo = static_cast<int64_t>(t.a);
+            values[i] = static_cast<double>(lo + belowAt(key, i, static_cast<int64_t>(t.b) - lo));
+        }
+    }
+    if (t.sorted)
+        std::sort(values.begin(), values.end());
+    for (size_t i = 0; i < n; ++i)
+        buf.set(i, values[i]);
+}
+
+typedef int (*RunFn)(const hone_args*);
+
+RunFn load(const char* path)
+{
+    void* handle = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+    if (!handle) {
+        std::fprintf(stderr, "cannot load %s: %s\n", path, dlerror());
+        std::exit(2);
+    }
+    RunFn fn = reinterpret_cast<RunFn>(dlsym(handle, "hone_run"));
+    if (!fn) {
+        std::fprintf(stderr, "%s does not export hone_run (extern \"C\" int hone_run(const hone_args*))\n", path);
+        std::exit(2);
+    }
+    return fn;
+}
+
+/// Calls `fn` over the given data pointers; returns its return code.
+int call(RunFn fn, const ShapeDef& s, const std::vector<void*>& in, const std::vector<void*>& out, void* stream,
+    void* workspace, size_t workspaceBytes)
+{
+    std::vector<hone_param> params;
+    for (const auto& p : s.params)
+        params.push_back({p.first.c_str(), p.second});
+    auto tensors = [](const std::vector<TensorDef>& defs, const std::vector<void*>& ptrs) {
+        std::vector<hone_tensor> ts;
+        for (size_t i = 0; i < defs.size(); ++i) {
+            hone_tensor t;
+            std::memset(&t, 0, sizeof t);
+            t.name = defs[i].name.c_str();
+            t.data = ptrs[i];
+            t.dtype = defs[i].dtype;
+            t.rank = static_cast<int32_t>(defs[i].shape.size());
+            int64_t stride = 1;
+            for (int32_t d = t.rank - 1; d >= 0; --d) {
+                t.shape[d] = defs[i].shape[static_cast<size_t>(d)];
+                t.strides[d] = stride;
+                stride *= t.shape[d];
+            }
+            ts.push_back(t);
+        }
+        return ts;
+    };
+    const std::vector<hone_tensor> ins = tensors(s.inputs, in);
+    const std::vector<hone_tensor> outs = tensors(s.outputs, out);
+    hone_args a;
+    std::memset(&a, 0, sizeof a);
+    a.abi_version = HONE_ABI_VERSION;
+    a.num_inputs = static_cast<int32_t>(ins.size());
+    a.num_outputs = static_cast<int32_t>(outs.size());
+    a.num_params = static_cast<int32_t>(params.size());
+    a.inputs = ins.data();
+    a.outputs = outs.data();
+    a.params = params.data();
+    a.stream = stream;
+    a.workspace = workspace;
+    a.workspace_bytes = workspaceBytes;
+    return fn(&a);
+}
+
+#if HONE_TEST_CUDA
+void cudaCheck(cudaError_t e, const char* what)
+{
+    if (e != cudaSuccess) {
+        std::fprintf(stderr, "CUDA error in %s: %s\n", what, cudaGetErrorString(e));
+        std::exit(2);
+    }
+}
+#endif
+
+/// Compares one output; returns an empty string when it passes, else why not.
+std::string compare(const TensorDef& t, const Buffer& got, const Buffer& want, double* maxAbs)
+{
+    size_t bad = 0, first = 0;
+    std::string kind;
+    double firstGot = 0, firstWant = 0;
+    for (size_t i = 0; i < got.numel; ++i) {
+        const double w = want.at(i);
+        const double g = got.at(i);
+        bool ok = true;
+        std::string why;
+        if (got.isPoison(i) && !want.isPoison(i)) {
+            ok = false;
+            why = "never written";
+        } else if (!std::isfinite(g) && std::isfinite(w)) {
+            ok = false;
+            why = "NaN or Inf where the reference is finite";
+        } else if (!std::isfinite(w)) {
+            ok = (std::isnan(w) && std::isnan(g)) || g == w;
+            why = "not the reference's NaN/Inf";
+        } else {
+            const double diff = std::fabs(g - w);
+            *maxAbs = std::max(*maxAbs, diff);
+            ok = diff <= t.atol + t.rtol * std::fabs(w);
+            why = "out of tolerance";
+        }
+        if (!ok && bad++ == 0) {
+            first = i;
+            kind = why;
+            firstGot = g;
+            firstWant = w;
+        }
+    }
+    if (bad == 0)
+        return {};
+    char buf[512];
+    std::snprintf(buf, sizeof buf, "output '%s': %zu of %zu elements wrong (first at index %zu, %s: got %.9g, want %.9g; atol %g, rtol %g)",
+        t.name.c_str(), bad, got.numel, first, kind.c_str(), firstGot, firstWant, t.atol, t.rtol);
+    return buf;
+}
+
+} // namespace
+
+int main(int argc, char** argv)
+{
+    if (argc != 3) {
+        std::fprintf(stderr, "usage: %s REFERENCE.so CANDIDATE.so\n", argv[0]);
+        return 2;
+    }
+    const RunFn reference = load(argv[1]);
+    const RunFn candidate = load(argv[2]);
+    void* stream = nullptr;
+    void* workspace = nullptr;
+    size_t workspaceBytes = 0;
+#if HONE_TEST_CUDA
+    cudaStream_t s;
+    cudaCheck(cudaStreamCreate(&s), "cudaStreamCreate");
+    stream = s;
+    workspaceBytes = size_t(64) << 20;
+    cudaCheck(cudaMalloc(&workspace, workspaceBytes), "cudaMalloc(workspace)");
+#endif
+    int checks = 0, failures = 0;
+    for (const ShapeDef& shape : kShapes) {
+        for (uint64_t seed : kSeeds) {
+            ++checks;
+            std::vector<Buffer> inputs, want, got;
+            for (size_t i = 0; i < shape.inputs.size(); ++i) {
+                inputs.emplace_back(shape.inputs[i]);
+                fill(inputs.back(), shape.inputs[i], seed, shape.label, i);
+            }
+            for (const auto& t : shape.outputs) {
+                want.emplace_back(t);
+                want.back().poison();
+                got.emplace_back(t);
+                got.back().poison();
+            }
+            std::vector<Buffer> before(inputs);
+            std::vector<void*> in, wantPtr;
+            for (auto& b : inputs)
+                in.push_back(b.data.get());
+            for (auto& b : want)
+                wantPtr.push_back(b.data.get());
+            if (int rc = call(reference, shape, in, wantPtr, nullptr, nullptr, 0)) {
+                std::printf("ERROR %s seed %llu: the reference returned %d\n", shape.label.c_str(),
+                    static_cast<unsigned long long>(seed), rc);
+                ++failures;
+                continue;
+            }
+            int rc = 0;
+#if HONE_TEST_CUDA
+            std::vector<void*> dIn, dOut;
+            for (auto& b : inputs) {
+                void* p = nullptr;
+                cudaCheck(cudaMalloc(&p, std::max<size_t>(b.bytes, 256)), "cudaMalloc(input)");
+                cudaCheck(cudaMemcpy(p, b.data.get(), b.bytes, cudaMemcpyHostToDevice), "cudaMemcpy(input)");
+                dIn.push_back(p);
+            }
+            for (auto& b : got) {
+                void* p = nullptr;
+                cudaCheck(cudaMalloc(&p, std::max<size_t>(b.bytes, 256)), "cudaMalloc(output)");
+                cudaCheck(cudaMemcpy(p, b.data.get(), b.bytes, cudaMemcpyHostToDevice), "cudaMemcpy(output)");
+                dOut.push_back(p);
+            }
+            rc = call(candidate, shape, dIn, dOut, stream, workspace, workspaceBytes);
+            cudaCheck(cudaStreamSynchronize(s), "the candidate's kernels");
+            cudaCheck(cudaDeviceSynchronize(), "the candidate's kernels");
+            for (size_t i = 0; i < got.size(); ++i)
+                cudaCheck(cudaMemcpy(got[i].data.get(), dOut[i], got[i].bytes, cudaMemcpyDeviceToHost), "cudaMemcpy(output)");
+            for (size_t i = 0; i < inputs.size(); ++i)
+                cudaCheck(cudaMemcpy(inputs[i].data.get(), dIn[i], inputs[i].bytes, cudaMemcpyDeviceToHost), "cudaMemcpy(input)");
+            for (void* p : dIn)
+                cudaFree(p);
+            for (void* p : dOut)
+                cudaFree(p);
+#else
+            std::vector<void*> gotPtr;
+            for (auto& b : got)
+                gotPtr.push_back(b.data.get());
+            rc = call(candidate, shape, in, gotPtr, stream, workspace, workspaceBytes);
+#endif
+            std::string why;
+            if (rc != 0)
+                why = "hone_run returned " + std::to_string(rc);
+            for (size_t i = 0; why.empty() && i < inputs.size(); ++i)
+                if (std::memcmp(inputs[i].data.get(), before[i].data.get(), inputs[i].bytes) != 0)
+                    why = "input '" + shape.inputs[i].name + "' was modified; inputs are read-only";
+            double maxAbs = 0;
+            for (size_t o = 0; why.empty() && o < got.size(); ++o)
+                why = compare(shape.outputs[o], got[o], want[o], &maxAbs);
+            if (why.empty()) {
+                std::printf("ok   %s seed %llu (max abs err %.3g)\n", shape.label.c_str(),
+                    static_cast<unsigned long long>(seed), maxAbs);
+            } else {
+                std::printf("FAIL %s seed %llu: %s\n", shape.label.c_str(), static_cast<unsigned long long>(seed), why.c_str());
+                ++failures;
+            }
+        }
+    }
+    std::printf("%s: %d of %d checks passed\n", kProblem, checks - failures, checks);
+    return failures ? 1 : 0;
+}
+)harness";
+
+std::string replaceAll(std::string text, const std::string& from, const std::string& to)
+{
+    for (size_t at = text.find(from); at != std::string::npos; at = text.find(from, at + to.size()))
+        text.replace(at, from.size(), to);
+    return text;
+}
+
+/// "90a" from "-gencode=arch=compute_90a,code=sm_90a" in the flags the worker used; 90a when
+/// the evaluation did not record one.
+std::string cudaArch(const nlohmann::json& result)
+{
+    const auto& environment = member(result, "environment");
+    const std::string flags = environment.is_object() ? environment.value("flags", std::string()) : "";
+    const std::string key = "arch=compute_";
+    if (const size_t at = flags.find(key); at != std::string::npos) {
+        const size_t end = flags.find_first_of(", ", at);
+        const std::string arch = flags.substr(at + key.size(), end == std::string::npos ? end : end - at - key.size());
+        if (!arch.empty())
+            return arch;
+    }
+    return "90a";
+}
+
+} // namespace
+
+SpeedupInterval pairedSpeedupInterval(
+    const std::vector<double>& candidateNs, const std::vector<double>& baselineNs, double confidence)
+{
+    SpeedupInterval out;
+    if (candidateNs.empty() || baselineNs.empty()) {
+        out.why = "no timing samples";
+        return out;
+    }
+    if (candidateNs.size() != baselineNs.size()) {
+        out.why = "the candidate has " + std::to_string(candidateNs.size()) + " samples and the baseline "
+            + std::to_string(baselineNs.size()) + ": not paired";
+        return out;
+    }
+    std::vector<double> ratios;
+    for (size_t i = 0; i < candidateNs.size(); ++i)
+        if (candidateNs[i] > 0 && baselineNs[i] > 0) // as the worker: a failed sample is no pair
+            ratios.push_back(baselineNs[i] / candidateNs[i]);
+    if (ratios.empty()) {
+        out.why = "no pair of positive samples";
+        return out;
+    }
+    std::sort(ratios.begin(), ratios.end());
+    const size_t n = ratios.size();
+    const double pos = 0.5 * static_cast<double>(n - 1);
+    const auto lo = static_cast<size_t>(std::floor(pos));
+    const size_t hi = std::min(lo + 1, n - 1);
+    out.median = ratios[lo] + (ratios[hi] - ratios[lo]) * (pos - static_cast<double>(lo));
+    // The largest k with P(B <= k-1) <= alpha/2, B ~ Binomial(n, 1/2): [r_(k), r_(n+1-k)]
+    // covers the median with probability 1 - 2 P(B <= k-1).
+    const double alpha = 1.0 - std::clamp(confidence, 0.0, 1.0);
+    const double nd = static_cast<double>(n);
+    auto pmf = [&](size_t i) {
+        const double id = static_cast<double>(i);
+        return std::exp(std::lgamma(nd + 1) - std::lgamma(id + 1) - std::lgamma(nd - id + 1) - nd * std::log(2.0));
+    };
+    size_t k = 1;
+    double tail = pmf(0); // P(B <= k-1)
+    double tailAtK = tail;
+    while (k < n / 2 + 1) {
+        const double next = tail + pmf(k);
+        if (next > alpha / 2)
+            break;
+        tail = next;
+        ++k;
+        tailAtK = tail;
+    }
+    out.low = ratios[k - 1];
+    out.high = ratios[n - k];
+    out.coverage = std::max(0.0, 1.0 - 2.0 * tailAtK);
+    out.pairs = static_cast<int>(n);
+    out.valid = true;
+    return out;
+}
+
+SpeedupInterval speedupInterval(const nlohmann::json& timing)
+{
+    auto samples = [](const nlohmann::json& j) {
+        std::vector<double> v;
+        const auto& s = member(j, "samples_ns");
+        if (s.is_array())
+            for (const auto& x : s)
+                if (x.is_number())
+                    v.push_back(x.get<double>());
+        return v;
+    };
+    const auto& baseline = member(timing, "baseline");
+    if (!timing.is_object() || !baseline.is_object()) {
+        SpeedupInterval out;
+        out.why = timing.is_object() ? "the baseline was not timed with it" : "not timed";
+        return out;
+    }
+    return pairedSpeedupInterval(samples(timing), samples(baseline));
+}
+
+nlohmann::json buildEvidence(const Store& store, int64_t sessionId, int64_t nodeId)
+{
+    return evidenceOf(loadContext(store, sessionId, nodeId));
+}
+
+ExportResult exportBundle(const Store& store, int64_t sessionId, int64_t nodeId, const std::filesystem::path& dir,
+    const ExportOptions& options)
+{
+    const Context c = loadContext(store, sessionId, nodeId);
+    const auto [header, headerFrom] = kernelHeader(options);
+    ExportResult r;
+    r.dir = dir;
+    r.lang = langOf(c.source);
+    r.kernelHeaderFrom = headerFrom;
+    std::error_code ec;
+    fs::create_directories(dir / "hone", ec);
+    if (ec)
+        throw ExportError("cannot create the export folder " + (dir / "hone").string() + ": " + ec.message());
+    auto write = [&](const std::string& rel, const std::string& text, bool executable = false) {
+        const fs::path path = dir / rel;
+        std::ofstream out(path, std::ios::binary | std::ios::trunc);
+        out << text;
+        out.close();
+        if (!out)
+            throw ExportError("cannot write " + path.string() + " (is the folder writable and the disk not full?)");
+        if (executable)
+            fs::permissions(path, fs::perms::owner_exec | fs::perms::group_exec | fs::perms::others_exec,
+                fs::perm_options::add);
+        r.files.push_back(rel);
+    };
+
+    // The candidate keeps its name unless that would clash with a file of the bundle.
+    std::string srcName = fs::path(c.source.name).filename().string();
+    if (srcName.empty())
+        srcName = r.lang == "cuda" ? "candidate.cu" : "candidate.cpp";
+    for (const char* reserved : {"reference.cpp", "test_candidate.cpp", "test_candidate.cu", "build.sh",
+             "run_test.sh", "knobs.json", "evidence.json", "problem.toml"})
+        if (srcName == reserved)
+            srcName = "candidate_" + srcName;
+    write(srcName, c.source.text);
+    write("knobs.json", c.node.knobs.dump(2) + "\n");
+    write("hone/kernel.h", header);
+
+    if (!c.evaluation)
+        r.warnings.push_back("node " + std::to_string(nodeId) + " was never evaluated: evidence.json has no measurements");
+    else if (c.evaluation->status != "ok")
+        r.warnings.push_back("node " + std::to_string(nodeId) + " failed its evaluation (" + c.evaluation->failureKind
+            + "): the standalone test is expected to fail");
+
+    // The problem, when its folder is still there.
+    std::optional<ProblemSpec> spec;
+    const fs::path problemDir = c.session.problemDir;
+    if (problemDir.empty() || !fs::exists(problemDir / "problem.toml", ec)) {
+        r.warnings.push_back("the session's problem folder " + (problemDir.empty() ? std::string("(none recorded)") : problemDir.string())
+            + " no longer exists: the bundle has no reference.cpp, problem.toml or standalone test");
+    } else {
+        try {
+            spec = loadProblem(problemDir);
+        } catch (const std::exception& e) {
+            r.warnings.push_back(std::string("the problem folder cannot be read (") + e.what()
+                + "): the bundle has no reference.cpp, problem.toml or standalone test");
+        }
+    }
+    if (spec) {
+        if (!c.session.problemHash.empty() && spec->contentHash != c.session.problemHash)
+            r.warnings.push_back("the problem folder " + problemDir.string()
+                + " changed since the session ran: reference.cpp, problem.toml and the test are today's");
+        write("problem.toml", readText(problemDir / "problem.toml").value_or(""));
+        write("reference.cpp", spec->referenceSource);
+    }
+
+    // build.sh: the candidate as a shared object, with the knobs and flags it was measured with.
+    std::string defines;
+    for (auto it = c.node.knobs.begin(); it != c.node.knobs.end(); ++it)
+        defines += " " + shellQuote("-D" + it.key() + "=" + knobValue(*it));
+    const std::string flags = c.node.flags.empty() ? "" : " " + c.node.flags;
+    const nlohmann::json& result = c.evaluation ? c.evaluation->result : nlohmann::json();
+    const auto& environment = member(result, "environment");
+    const std::string measuredFlags = environment.is_object() ? environment.value("flags", std::string()) : "";
+    std::ostringstream build;
+    build << "#!/bin/sh\n# Node " << nodeId << " of session " << sessionId << " (" << c.source.name << ", "
+          << c.session.problemName << "): builds the candidate as a shared object that exports hone_run,\n"
+          << "# with the knobs (-D) and flags it was measured with. Usage: ./build.sh [OUTPUT.so]\n";
+    if (!measuredFlags.empty())
+        build << "# hone-worker compiled it with: " << measuredFlags << "\n";
+    build << "set -e\nHERE=$(cd \"$(dirname \"$0\")\" && pwd)\nOUT=\"${1:-$HERE/candidate.so}\"\n";
+    std::string libs;
+    if (r.lang == "cuda") {
+        const std::string arch = cudaArch(result);
+        std::vector<std::string> allowed = spec ? spec->allowedLibraries : std::vector<std::string>();
+        if (!spec) // the libraries the worker linked
+            for (const char* l : {"cublasLt", "cublas"})
+                if (measuredFlags.find(std::string("-l") + l + " ") != std::string::npos
+                    || measuredFlags.ends_with(std::string("-l") + l))
+                    allowed.push_back(l);
+        for (const auto& l : allowed)
+            if (l == "cublasLt" || l == "cublas")
+                libs += " -l" + l;
+        build << "# Architecture: sm_" << arch << " (compute_" << arch << "), the GPU it was measured on"
+              << (c.evaluation && !c.evaluation->device.empty() ? " (" + c.evaluation->device + ")" : std::string())
+              << ";\n# change both numbers of -gencode for another GPU.\n"
+              << "${NVCC:-nvcc} -std=c++17 -O3 -gencode=arch=compute_" << arch << ",code=sm_" << arch
+              << " -shared -Xcompiler -fPIC -I\"$HERE\"" << defines << flags << libs << " -o \"$OUT\" \"$HERE/"
+              << srcName << "\"\n";
+    } else if (r.lang == "hip") {
+        build << "${HIPCC:-hipcc} -std=c++17 -O3 -shared -fPIC -I\"$HERE\"" << defines << flags << " -o \"$OUT\" \"$HERE/"
+              << srcName << "\"\n";
+        r.warnings.push_back("HIP candidates get no standalone test yet");
+    } else {
+        build << "${CXX:-c++} -std=c++17 -O3 -march=native -fopenmp -shared -fPIC -I\"$HERE\"" << defines << flags
+              << " -o \"$OUT\" \"$HERE/" << srcName << "\"\n";
+    }
+    write("build.sh", build.str(), true);
+
+    // The standalone test: reference and candidate as two shared objects, the check shapes,
+    // the session's check seeds, the problem's tolerance; nothing of Hone but kernel.h.
+    if (spec && (r.lang == "cpp" || r.lang == "cuda")) {
+        std::vector<int> seeds = {1, 2, 3};
+        if (const auto& s = member(c.session.config, "check_seeds"); s.is_array() && !s.empty()) {
+            seeds.clear();
+            for (const auto& v : s)
+                if (v.is_number_integer())
+                    seeds.push_back(v.get<int>());
+        }
+        const bool cuda = r.lang == "cuda";
+        const std::string testName = cuda ? "test_candidate.cu" : "test_candidate.cpp";
+        std::string text = "// Standalone check of node " + std::to_string(nodeId) + " of session "
+            + std::to_string(sessionId) + " (" + c.source.name + ") against the reference of problem '" + spec->name
+            + "',\n// generated by `hone export`. It needs only a C++ compiler" + (cuda ? " and nvcc" : "")
+            + " (run_test.sh builds and runs it). Inputs are drawn as hone-worker\n"
+              "// draws them, on the problem's small shapes and the session's check seeds; outputs must satisfy\n"
+              "// |got - want| <= atol + rtol * |want| with the problem's tolerance per output dtype.\n"
+              "#define HONE_TEST_CUDA "
+            + std::string(cuda ? "1" : "0") + "\n";
+        text += replaceAll(std::string(kHarness), "@TABLE@", shapeTable(*spec, seeds));
+        write(testName, text);
+
+        std::string seedList;
+        for (int s : seeds)
+            seedList += (seedList.empty() ? "" : " ") + std::to_string(s);
+        std::ostringstream run;
+        run << "#!/bin/sh\n# Builds the problem's reference and the candidate as two shared objects and checks the candidate\n"
+            << "# against the reference on the problem's small shapes (seeds " << seedList << ").\n"
+            << "# Needs a C++ compiler" << (cuda ? ", nvcc and an sm_" + cudaArch(result) + " GPU to run" : std::string())
+            << "; nothing of Hone. Usage: ./run_test.sh [--build-only]\n"
+            << "set -e\nHERE=$(cd \"$(dirname \"$0\")\" && pwd)\nB=\"$HERE/build\"\nmkdir -p \"$B\"\n"
+            << "${CXX:-c++} -std=c++17 -O3 -march=native -fopenmp -shared -fPIC -I\"$HERE\" -o \"$B/reference.so\" \"$HERE/reference.cpp\"\n"
+            << "\"$HERE/build.sh\" \"$B/candidate.so\"\n";
+        if (cuda)
+            run << "${NVCC:-nvcc} -std=c++17 -O2 -I\"$HERE\" -o \"$B/test_candidate\" \"$HERE/test_candidate.cu\" -ldl\n";
+        else
+            run << "${CXX:-c++} -std=c++17 -O2 -I\"$HERE\" -o \"$B/test_candidate\" \"$HERE/test_candidate.cpp\" -ldl\n";
+        run << "if [ \"$1\" = \"--build-only\" ]; then\n    echo \"built $B/test_candidate\"\n    exit 0\nfi\n"
+            << "exec \"$B/test_candidate\" \"$B/reference.so\" \"$B/candidate.so\"\n";
+        write("run_test.sh", run.str(), true);
+        r.hasTest = true;
+    }
+
+    r.evidence = evidenceOf(c);
+    r.evidence["review"] = options.review.is_null() ? nlohmann::json() : options.review;
+    r.evidence["exported_at"] = nowIso();
+    r.evidence["export"] = {{"dir", fs::absolute(dir).string()}, {"kernel_header_from", headerFrom},
+        {"standalone_test", r.hasTest}, {"warnings", r.warnings}};
+    write("evidence.json", r.evidence.dump(2) + "\n");
+    return r;
+}
+
+} // namespace hone::core

@@ -1,0 +1,169 @@
+#pragma once
+
+#include "views/session_data.h"
+
+#include <QAbstractTableModel>
+#include <QString>
+#include <QWidget>
+
+#include <nlohmann/json.hpp>
+
+#include <array>
+#include <optional>
+#include <vector>
+
+class QComboBox;
+class QLabel;
+class QLineEdit;
+class QListWidget;
+class QPlainTextEdit;
+class QPushButton;
+class QSpinBox;
+class QStackedWidget;
+class QStandardItemModel;
+class QTabWidget;
+class QTableView;
+class QTextBrowser;
+
+namespace hone::views {
+
+class CodeView;
+class DiffView;
+class TimingPlot;
+
+/// The correctness checks of one result (`checks[]`, FORMATS.md): a row per shape × seed. The
+/// tooltip of a row lists its first mismatches and its failure.
+class CorrectnessModel : public QAbstractTableModel {
+    Q_OBJECT
+public:
+    enum Column {
+        ShapeColumn,
+        SeedColumn,
+        OkColumn,
+        MaxAbsColumn,
+        MaxRelColumn,
+        MismatchesColumn,
+        ColumnCount
+    };
+    using QAbstractTableModel::QAbstractTableModel;
+
+    void setChecks(const nlohmann::json& checks);
+    int failedCount() const;
+
+    int rowCount(const QModelIndex& parent = {}) const override;
+    int columnCount(const QModelIndex& parent = {}) const override;
+    QVariant data(const QModelIndex& index, int role = Qt::DisplayRole) const override;
+    QVariant headerData(int section, Qt::Orientation orientation, int role = Qt::DisplayRole) const override;
+
+private:
+    struct Row {
+        QString shape;
+        qint64 seed = 0;
+        bool ok = false;
+        double maxAbs = 0;
+        double maxRel = 0;
+        qint64 mismatches = 0;
+        QString details;
+    };
+    std::vector<Row> m_rows;
+};
+
+/// Everything about the selected candidate: a header (id, source, status, bound, evidence) and
+/// tabs for its source and knobs, a diff against its parent, the baseline or any node, the
+/// compiler's output, the correctness checks, the timing samples and the model call that wrote
+/// it. Reads SessionData and Selection only; asks for edits through NodeActions. Tabs are filled
+/// when shown, and a node update that leaves its result alone rebuilds nothing.
+class Inspector : public QWidget {
+    Q_OBJECT
+public:
+    enum Tab { SourceTab, DiffTab, CompileTab, CorrectnessTab, TimingTab, LlmTab };
+    enum DiffAgainst { AgainstParent, AgainstBaseline, AgainstOther };
+    Q_ENUM(DiffAgainst)
+
+    Inspector(
+        SessionData* sessionData, Selection* selection, NodeActions* actions, QWidget* parent = nullptr);
+
+    /// The node shown, or -1.
+    qint64 node() const { return m_node; }
+    /// The header as plain text: "node 17 · tuned.cpp · mutation · 3.41x · memory-bound ...".
+    QString headerText() const;
+    /// How many times the tabs were rebuilt for a new or changed result.
+    int rebuildCount() const { return m_rebuilds; }
+
+    QTabWidget* tabs() const { return m_tabs; }
+    CodeView* sourceView() const { return m_source; }
+    QStandardItemModel* knobModel() const { return m_knobModel; }
+    DiffView* diffView() const { return m_diff; }
+    DiffAgainst diffAgainst() const;
+    QListWidget* compileMessages() const { return m_messages; }
+    QString compileCommand() const;
+    QString compileLog() const;
+    QStandardItemModel* resourceModel() const { return m_resourceModel; }
+    CorrectnessModel* correctnessModel() const { return m_correctness; }
+    QString correctnessSummary() const;
+    TimingPlot* timingPlot() const { return m_timing; }
+    /// The LLM tab as plain text.
+    QString llmText() const;
+    QPushButton* editButton() const { return m_edit; }
+
+public slots:
+    /// Shows the Diff tab against node `other` (-1: against Selection::other(), or asks for an id).
+    void compareWith(qint64 other);
+    void setDiffAgainst(DiffAgainst against);
+    /// Switches to Source, puts the cursor on the line of compile message `index` and marks it.
+    void showCompileMessage(int index);
+
+private:
+    void showNode(qint64 id, bool force);
+    void fillHeader();
+    void fillTab(int tab);
+    void fillSource();
+    void fillDiff();
+    void fillCompile();
+    void fillCorrectness();
+    void fillTiming();
+    void fillLlm();
+    const NodeInfo* current() const;
+    bool messageInCandidate(const nlohmann::json& message) const;
+
+    SessionData* m_data;
+    Selection* m_selection;
+    NodeActions* m_actions;
+    qint64 m_node = -1;
+    std::optional<NodeInfo> m_shown; // what the tabs were built from
+    std::array<bool, 6> m_dirty {};
+    int m_rebuilds = 0;
+    QString m_sourceHashShown;
+    QString m_headerPlain;
+
+    QStackedWidget* m_stack = nullptr;
+    QLabel* m_empty = nullptr;
+    QLabel* m_header = nullptr;
+    QLabel* m_evidence = nullptr;
+    QPushButton* m_edit = nullptr;
+    QTabWidget* m_tabs = nullptr;
+
+    CodeView* m_source = nullptr;
+    QStandardItemModel* m_knobModel = nullptr;
+    QTableView* m_knobTable = nullptr;
+    QLabel* m_flags = nullptr;
+
+    QComboBox* m_against = nullptr;
+    QSpinBox* m_otherId = nullptr;
+    DiffView* m_diff = nullptr;
+
+    QLineEdit* m_command = nullptr;
+    QPlainTextEdit* m_log = nullptr;
+    QListWidget* m_messages = nullptr;
+    QLabel* m_messageNote = nullptr;
+    QStandardItemModel* m_resourceModel = nullptr;
+    QTableView* m_resourceTable = nullptr;
+    nlohmann::json m_messageList = nlohmann::json::array();
+
+    CorrectnessModel* m_correctness = nullptr;
+    QLabel* m_correctnessSummary = nullptr;
+    TimingPlot* m_timing = nullptr;
+    QTextBrowser* m_llm = nullptr;
+};
+
+} // namespace hone::views

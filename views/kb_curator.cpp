@@ -1,0 +1,745 @@
+#include "views/kb_curator.h"
+
+#include <QComboBox>
+#include <QDateTime>
+#include <QDialog>
+#include <QDialogButtonBox>
+#include <QDirIterator>
+#include <QDragEnterEvent>
+#include <QDropEvent>
+#include <QFileDialog>
+#include <QFileInfo>
+#include <QFormLayout>
+#include <QHBoxLayout>
+#include <QHeaderView>
+#include <QItemSelectionModel>
+#include <QLabel>
+#include <QLineEdit>
+#include <QMessageBox>
+#include <QMimeData>
+#include <QPlainTextEdit>
+#include <QPushButton>
+#include <QSplitter>
+#include <QTableView>
+#include <QTextCursor>
+#include <QUrl>
+#include <QVBoxLayout>
+
+#include <algorithm>
+
+namespace hone::views {
+
+namespace kb = hone::knowledge;
+
+namespace {
+
+constexpr int kSearchResults = 20;
+
+QString qs(const std::string& s)
+{
+    return QString::fromStdString(s);
+}
+
+QString joined(const std::vector<std::string>& items)
+{
+    QStringList out;
+    for (const auto& i : items)
+        out << qs(i);
+    return out.join(QStringLiteral(", "));
+}
+
+std::vector<std::string> splitList(const QString& text)
+{
+    return kb::splitTagList(text.toStdString());
+}
+
+const QStringList& supportedSuffixes()
+{
+    static const QStringList s = { QStringLiteral("md"), QStringLiteral("markdown"), QStringLiteral("txt"),
+        QStringLiteral("text"), QStringLiteral("html"), QStringLiteral("htm"), QStringLiteral("pdf") };
+    return s;
+}
+
+QString statusWord(KbImportOutcome::Status s)
+{
+    switch (s) {
+    case KbImportOutcome::Status::Added:
+        return QStringLiteral("added");
+    case KbImportOutcome::Status::Updated:
+        return QStringLiteral("updated");
+    case KbImportOutcome::Status::Unchanged:
+        return QStringLiteral("unchanged");
+    case KbImportOutcome::Status::Duplicate:
+        return QStringLiteral("duplicate");
+    case KbImportOutcome::Status::Error:
+        return QStringLiteral("error");
+    }
+    return {};
+}
+
+KbImportOutcome::Status outcomeOf(kb::AddStatus s)
+{
+    switch (s) {
+    case kb::AddStatus::Added:
+        return KbImportOutcome::Status::Added;
+    case kb::AddStatus::Updated:
+        return KbImportOutcome::Status::Updated;
+    case kb::AddStatus::Unchanged:
+        return KbImportOutcome::Status::Unchanged;
+    case kb::AddStatus::Duplicate:
+        return KbImportOutcome::Status::Duplicate;
+    }
+    return KbImportOutcome::Status::Error;
+}
+
+} // namespace
+
+// ---- KbDocumentsModel ---------------------------------------------------------------------
+
+KbDocumentsModel::KbDocumentsModel(kb::KnowledgeBase* base, QObject* parent)
+    : QAbstractTableModel(parent)
+    , m_kb(base)
+{
+    reload();
+}
+
+void KbDocumentsModel::setKnowledgeBase(kb::KnowledgeBase* base)
+{
+    m_kb = base;
+    reload();
+}
+
+void KbDocumentsModel::reload()
+{
+    // A small table that changes by whole documents: a reset is the honest signal.
+    beginResetModel();
+    m_docs.clear();
+    if (m_kb)
+        m_docs = m_kb->documents();
+    endResetModel();
+}
+
+const kb::DocumentInfo* KbDocumentsModel::document(int row) const
+{
+    return row >= 0 && row < static_cast<int>(m_docs.size()) ? &m_docs[static_cast<size_t>(row)] : nullptr;
+}
+
+int KbDocumentsModel::rowOf(const QString& uid) const
+{
+    const std::string u = uid.toStdString();
+    for (size_t i = 0; i < m_docs.size(); ++i)
+        if (m_docs[i].uid == u)
+            return static_cast<int>(i);
+    return -1;
+}
+
+int KbDocumentsModel::rowCount(const QModelIndex& parent) const
+{
+    return parent.isValid() ? 0 : static_cast<int>(m_docs.size());
+}
+
+int KbDocumentsModel::columnCount(const QModelIndex& parent) const
+{
+    return parent.isValid() ? 0 : ColumnCount;
+}
+
+QVariant KbDocumentsModel::data(const QModelIndex& index, int role) const
+{
+    const kb::DocumentInfo* d = index.isValid() ? document(index.row()) : nullptr;
+    if (!d)
+        return {};
+    switch (role) {
+    case Qt::DisplayRole:
+        switch (index.column()) {
+        case Title:
+            return qs(d->title);
+        case Kind:
+            return QString::fromLatin1(kb::categoryName(d->category));
+        case Tags: {
+            QStringList parts;
+            parts << qs(d->tags.platform);
+            parts << QStringLiteral("arch: ")
+                    + (d->tags.arch.empty() ? QStringLiteral("any") : joined(d->tags.arch));
+            parts << QStringLiteral("family: ")
+                    + (d->tags.family.empty() ? QStringLiteral("any") : joined(d->tags.family));
+            return parts.join(QStringLiteral("; "));
+        }
+        case Chunks:
+            return d->chunks;
+        case Added: {
+            const auto t = QDateTime::fromString(qs(d->createdAt), Qt::ISODateWithMs);
+            return t.isValid() ? t.toLocalTime().toString(QStringLiteral("yyyy-MM-dd hh:mm"))
+                               : qs(d->createdAt);
+        }
+        case Source:
+            return qs(d->origin);
+        }
+        break;
+    case Qt::ToolTipRole:
+        switch (index.column()) {
+        case Title:
+            return QStringLiteral("%1 (id %2, version %3, %4)")
+                .arg(qs(d->title), qs(d->uid))
+                .arg(d->version)
+                .arg(qs(d->format));
+        case Tags:
+            return QStringLiteral("platform %1\narch %2\nfamily %3\nsource %4\nversion %5")
+                .arg(qs(d->tags.platform), joined(d->tags.arch), joined(d->tags.family), qs(d->tags.source),
+                    qs(d->tags.version));
+        case Source:
+            return qs(d->origin);
+        default:
+            return {};
+        }
+    case Qt::TextAlignmentRole:
+        if (index.column() == Chunks)
+            return QVariant::fromValue(Qt::AlignRight | Qt::AlignVCenter);
+        break;
+    case UidRole:
+        return qs(d->uid);
+    case DocIdRole:
+        return static_cast<qlonglong>(d->id);
+    default:
+        break;
+    }
+    return {};
+}
+
+QVariant KbDocumentsModel::headerData(int section, Qt::Orientation orientation, int role) const
+{
+    if (orientation != Qt::Horizontal || role != Qt::DisplayRole)
+        return QAbstractTableModel::headerData(section, orientation, role);
+    switch (section) {
+    case Title:
+        return QStringLiteral("Title");
+    case Kind:
+        return QStringLiteral("Kind");
+    case Tags:
+        return QStringLiteral("Tags");
+    case Chunks:
+        return QStringLiteral("Chunks");
+    case Added:
+        return QStringLiteral("Added");
+    case Source:
+        return QStringLiteral("Source path");
+    }
+    return {};
+}
+
+// ---- KbCurator ----------------------------------------------------------------------------
+
+KbCurator::KbCurator(kb::KnowledgeBase* base, QWidget* parent)
+    : QWidget(parent)
+    , m_kb(base)
+    , m_docs(new KbDocumentsModel(base, this))
+    , m_results(new KnowledgeHitsModel(this))
+    , m_docTable(new QTableView(this))
+    , m_resultTable(new QTableView(this))
+    , m_preview(new QPlainTextEdit(this))
+    , m_search(new QLineEdit(this))
+    , m_status(new QLabel(this))
+    , m_defaultKind(new QComboBox(this))
+    , m_import(new QPushButton(QStringLiteral("Import…"), this))
+    , m_tags(new QPushButton(QStringLiteral("Edit tags…"), this))
+    , m_remove(new QPushButton(QStringLiteral("Remove"), this))
+    , m_confirm([this](QString question) {
+        return QMessageBox::question(this, QStringLiteral("Remove document"), question) == QMessageBox::Yes;
+    })
+{
+    setAcceptDrops(true);
+
+    m_docTable->setModel(m_docs);
+    m_docTable->setSelectionBehavior(QAbstractItemView::SelectRows);
+    m_docTable->setSelectionMode(QAbstractItemView::SingleSelection);
+    m_docTable->setEditTriggers(QAbstractItemView::NoEditTriggers);
+    m_docTable->verticalHeader()->hide();
+    m_docTable->horizontalHeader()->setStretchLastSection(true);
+    m_docTable->setColumnWidth(KbDocumentsModel::Title, 260);
+    m_docTable->setColumnWidth(KbDocumentsModel::Tags, 260);
+
+    m_resultTable->setModel(m_results);
+    m_resultTable->setItemDelegateForColumn(
+        KnowledgeHitsModel::Snippet, new HtmlSnippetDelegate(m_resultTable));
+    m_resultTable->setSelectionBehavior(QAbstractItemView::SelectRows);
+    m_resultTable->setSelectionMode(QAbstractItemView::SingleSelection);
+    m_resultTable->setEditTriggers(QAbstractItemView::NoEditTriggers);
+    m_resultTable->verticalHeader()->hide();
+    m_resultTable->horizontalHeader()->setStretchLastSection(true);
+    m_resultTable->setColumnWidth(KnowledgeHitsModel::Rank, 36);
+    m_resultTable->setColumnWidth(KnowledgeHitsModel::Snippet, 360);
+
+    m_preview->setReadOnly(true);
+    m_preview->setPlaceholderText(QStringLiteral("Select a document to read its chunks."));
+    m_search->setPlaceholderText(QStringLiteral("Search the knowledge base (Enter)"));
+    m_search->setClearButtonEnabled(true);
+    m_status->setWordWrap(true);
+    m_status->setTextFormat(Qt::PlainText);
+    m_status->setTextInteractionFlags(Qt::TextSelectableByMouse);
+    m_defaultKind->addItem(QStringLiteral("files must name their kind"));
+    for (auto c : { kb::Category::Guidance, kb::Category::Hardware, kb::Category::Correctness })
+        m_defaultKind->addItem(QStringLiteral("untagged files: ") + QString::fromLatin1(kb::categoryName(c)),
+            static_cast<int>(c));
+    m_defaultKind->setToolTip(QStringLiteral("The kind given to imported files whose front-matter has no "
+                                             "'category:' line"));
+    m_import->setToolTip(QStringLiteral("Add .md, .txt, .html or .pdf files (or drop them on this panel)"));
+
+    auto* buttons = new QHBoxLayout;
+    buttons->addWidget(m_import);
+    buttons->addWidget(m_defaultKind);
+    buttons->addWidget(m_tags);
+    buttons->addWidget(m_remove);
+    buttons->addSpacing(12);
+    buttons->addWidget(m_search, 1);
+
+    auto* lower = new QSplitter(Qt::Horizontal, this);
+    lower->addWidget(m_resultTable);
+    lower->addWidget(m_preview);
+    auto* split = new QSplitter(Qt::Vertical, this);
+    split->addWidget(m_docTable);
+    split->addWidget(lower);
+    split->setStretchFactor(0, 1);
+    split->setStretchFactor(1, 1);
+
+    auto* layout = new QVBoxLayout(this);
+    layout->setContentsMargins(4, 4, 4, 4);
+    layout->addLayout(buttons);
+    layout->addWidget(split, 1);
+    layout->addWidget(m_status);
+
+    connect(m_import, &QPushButton::clicked, this, &KbCurator::importClicked);
+    connect(m_tags, &QPushButton::clicked, this, &KbCurator::editTagsClicked);
+    connect(m_remove, &QPushButton::clicked, this, &KbCurator::removeClicked);
+    connect(m_search, &QLineEdit::returnPressed, this, [this] { search(m_search->text()); });
+    connect(m_docTable->selectionModel(), &QItemSelectionModel::currentRowChanged, this,
+        [this](const QModelIndex& cur) {
+            previewDocument(cur.row());
+            updateEnabled();
+        });
+    connect(m_docs, &QAbstractItemModel::modelReset, this, [this] {
+        m_preview->clear();
+        updateEnabled();
+    });
+    connect(m_resultTable, &QTableView::clicked, this, [this](const QModelIndex& i) { previewHit(i.row()); });
+    connect(
+        m_resultTable, &QTableView::activated, this, [this](const QModelIndex& i) { previewHit(i.row()); });
+
+    setKnowledgeBase(base);
+}
+
+void KbCurator::setKnowledgeBase(kb::KnowledgeBase* base)
+{
+    m_kb = base;
+    m_docs->setKnowledgeBase(base);
+    m_results->setRows({});
+    if (!m_kb)
+        setStatus(QStringLiteral("No knowledge base is configured: open a store, or start the workbench with "
+                                 "--kb FILE, to curate documents."),
+            true);
+    else
+        setStatus(QStringLiteral("%1 documents, %2 chunks in %3")
+                      .arg(m_docs->rowCount())
+                      .arg(m_kb->liveChunkCount())
+                      .arg(qs(m_kb->path().string())),
+            false);
+    updateEnabled();
+}
+
+QString KbCurator::statusText() const
+{
+    return m_status->text();
+}
+
+QString KbCurator::previewText() const
+{
+    return m_preview->toPlainText();
+}
+
+void KbCurator::setDefaultCategory(std::optional<kb::Category> category)
+{
+    m_defaultKind->setCurrentIndex(
+        category ? std::max(0, m_defaultKind->findData(static_cast<int>(*category))) : 0);
+}
+
+void KbCurator::setStatus(const QString& text, bool error)
+{
+    m_status->setText(text);
+    m_status->setStyleSheet(error ? QStringLiteral("color: #b00020;") : QString());
+}
+
+void KbCurator::updateEnabled()
+{
+    const bool haveKb = m_kb != nullptr;
+    const bool haveDoc = haveKb && !selectedUid().isEmpty();
+    m_import->setEnabled(haveKb);
+    m_search->setEnabled(haveKb);
+    m_tags->setEnabled(haveDoc);
+    m_remove->setEnabled(haveDoc);
+}
+
+QString KbCurator::selectedUid() const
+{
+    const QModelIndex cur = m_docTable->selectionModel()->currentIndex();
+    return cur.isValid() ? cur.siblingAtColumn(0).data(KbDocumentsModel::UidRole).toString() : QString();
+}
+
+bool KbCurator::selectDocument(const QString& uid)
+{
+    const int row = m_docs->rowOf(uid);
+    if (row < 0)
+        return false;
+    m_docTable->selectionModel()->setCurrentIndex(
+        m_docs->index(row, 0), QItemSelectionModel::ClearAndSelect | QItemSelectionModel::Rows);
+    m_docTable->scrollTo(m_docs->index(row, 0));
+    return true;
+}
+
+std::vector<KbImportOutcome> KbCurator::importFiles(const QStringList& paths)
+{
+    std::vector<KbImportOutcome> out;
+    if (!m_kb) {
+        setStatus(QStringLiteral("Nothing imported: no knowledge base is configured (open a store or start "
+                                 "the workbench with --kb FILE)."),
+            true);
+        return out;
+    }
+    // Folders expand to their supported files, as `hone kb add` does.
+    QStringList files;
+    for (const QString& p : paths) {
+        if (!QFileInfo(p).isDir()) {
+            files << p;
+            continue;
+        }
+        QStringList found;
+        QDirIterator it(p, QDir::Files, QDirIterator::Subdirectories);
+        while (it.hasNext()) {
+            const QString f = it.next();
+            if (supportedSuffixes().contains(QFileInfo(f).suffix().toLower()))
+                found << f;
+        }
+        if (found.isEmpty()) {
+            KbImportOutcome o;
+            o.path = p;
+            o.message
+                = p + QStringLiteral(": the folder holds no .md, .txt, .html or .pdf files; check the path");
+            out.push_back(std::move(o));
+        }
+        found.sort();
+        files << found;
+    }
+    std::optional<kb::Category> fallback;
+    if (m_defaultKind->currentIndex() > 0)
+        fallback = static_cast<kb::Category>(m_defaultKind->currentData().toInt());
+    auto read = [&](const QString& f) {
+        try {
+            return kb::readDocument(f.toStdString());
+        } catch (const kb::IngestError&) {
+            if (!fallback)
+                throw;
+            // Read again with the default kind; an override would also replace the kind of a
+            // file that names one, so it is only tried when the plain read failed. A file that
+            // fails for another reason fails the same way again.
+            kb::IngestOverrides ov;
+            ov.category = fallback;
+            return kb::readDocument(f.toStdString(), ov);
+        }
+    };
+    // One transaction per file: a bad file is reported and the others (and every stored
+    // document) stay.
+    for (const QString& f : files) {
+        KbImportOutcome o;
+        o.path = f;
+        try {
+            const kb::SourceDocument doc = read(f);
+            const kb::AddResult r = m_kb->add(doc);
+            o.status = outcomeOf(r.status);
+            o.uid = qs(r.uid);
+            o.chunks = r.chunks;
+            if (r.status == kb::AddStatus::Duplicate)
+                o.message = QStringLiteral("same text as %1; nothing stored").arg(qs(r.note));
+        } catch (const kb::IngestError& e) {
+            o.message = qs(e.what()); // starts with the file name and says what to do
+            if (o.message.contains(QStringLiteral(": no category;")))
+                o.message += QStringLiteral(" (or pick a kind for untagged files next to Import…)");
+        } catch (const std::exception& e) {
+            o.message = f + QStringLiteral(": ") + qs(e.what());
+        }
+        out.push_back(std::move(o));
+    }
+
+    int counts[5] = { 0, 0, 0, 0, 0 };
+    QStringList lines;
+    QString lastStored;
+    for (const auto& o : out) {
+        ++counts[static_cast<int>(o.status)];
+        switch (o.status) {
+        case KbImportOutcome::Status::Error:
+            lines << QStringLiteral("error: ") + o.message;
+            break;
+        case KbImportOutcome::Status::Duplicate:
+            lines << QStringLiteral("duplicate: %1 (%2): %3").arg(o.path, o.uid, o.message);
+            break;
+        default:
+            lines << QStringLiteral("%1: %2 (%3 chunks) from %4")
+                         .arg(statusWord(o.status), o.uid)
+                         .arg(o.chunks)
+                         .arg(o.path);
+            lastStored = o.uid;
+            break;
+        }
+    }
+    const QString summary = QStringLiteral(
+        "Imported %1 file(s): %2 added, %3 updated, %4 unchanged, %5 duplicate, %6 error(s).")
+                                .arg(out.size())
+                                .arg(counts[0])
+                                .arg(counts[1])
+                                .arg(counts[2])
+                                .arg(counts[3])
+                                .arg(counts[4]);
+    setStatus(summary + QLatin1Char('\n') + lines.join(QLatin1Char('\n')), counts[4] > 0);
+    if (counts[0] + counts[1] > 0) {
+        m_docs->reload();
+        selectDocument(lastStored);
+        emit knowledgeChanged();
+    }
+    return out;
+}
+
+bool KbCurator::retag(const QString& uid, const kb::Tags& tags, QString* error)
+{
+    auto fail = [&](const QString& why) {
+        if (error)
+            *error = why;
+        setStatus(why, true);
+        return false;
+    };
+    if (!m_kb)
+        return fail(QStringLiteral("No knowledge base is configured."));
+    static const QStringList platforms
+        = { QStringLiteral("any"), QStringLiteral("cuda"), QStringLiteral("hip"), QStringLiteral("cpu") };
+    const QString platform = qs(tags.platform).trimmed().toLower();
+    if (!platform.isEmpty() && !platforms.contains(platform))
+        return fail(QStringLiteral("platform '%1': expected cuda, hip, cpu or any").arg(qs(tags.platform)));
+    try {
+        const auto d = m_kb->document(uid.toStdString());
+        if (!d)
+            return fail(
+                QStringLiteral("%1: no such live document (removed meanwhile?); pick one in the table")
+                    .arg(uid));
+        if (d->category == kb::Category::Skill)
+            return fail(QStringLiteral("%1 is a skill: its tags come from the session it was learnt from; "
+                                       "learn it again with `hone kb learn SESSION --arch A`")
+                            .arg(uid));
+        // The KnowledgeBase's only write is add(): the same chunks (one section each, which
+        // chunking keeps as they are) under the new tags make a new version of the document.
+        kb::SourceDocument doc;
+        doc.uid = d->uid;
+        doc.title = d->title;
+        doc.format = d->format;
+        doc.origin = d->origin;
+        doc.category = d->category;
+        doc.categorySet = true;
+        doc.tags = tags;
+        if (doc.tags.platform.empty())
+            doc.tags.platform = "any";
+        for (const auto& c : m_kb->chunks(d->id))
+            doc.sections.push_back({ c.heading, c.body, c.pageFirst });
+        const kb::AddResult r = m_kb->add(doc);
+        if (r.status == kb::AddStatus::Unchanged) {
+            setStatus(QStringLiteral("%1: tags unchanged").arg(uid), false);
+            return true;
+        }
+        if (r.status != kb::AddStatus::Updated)
+            return fail(QStringLiteral("%1: the tags were not stored (%2)")
+                            .arg(uid, QString::fromLatin1(kb::addStatusName(r.status))));
+        m_docs->reload();
+        selectDocument(qs(r.uid));
+        setStatus(QStringLiteral("%1: tags updated (version %2; the previous version stays in the history)")
+                      .arg(qs(r.uid))
+                      .arg(r.version),
+            false);
+        emit knowledgeChanged();
+        return true;
+    } catch (const std::exception& e) {
+        return fail(QStringLiteral("%1: the tags could not be stored: %2").arg(uid, qs(e.what())));
+    }
+}
+
+bool KbCurator::removeDocument(const QString& uid)
+{
+    if (!m_kb || uid.isEmpty())
+        return false;
+    const int row = m_docs->rowOf(uid);
+    const QString title = row >= 0 ? qs(m_docs->document(row)->title) : uid;
+    const QString question
+        = QStringLiteral("Remove \"%1\" (%2) from the knowledge base?\nIts chunks leave the "
+                         "search; its history and the hits recorded against it stay.")
+              .arg(title, uid);
+    if (m_confirm && !m_confirm(question)) {
+        setStatus(QStringLiteral("%1: not removed").arg(uid), false);
+        return false;
+    }
+    try {
+        if (!m_kb->remove(uid.toStdString())) {
+            setStatus(QStringLiteral("%1: no such live document (removed meanwhile?)").arg(uid), true);
+            m_docs->reload();
+            return false;
+        }
+    } catch (const std::exception& e) {
+        setStatus(QStringLiteral("%1: could not be removed: %2").arg(uid, qs(e.what())), true);
+        return false;
+    }
+    m_docs->reload();
+    m_results->setRows({});
+    setStatus(QStringLiteral("%1: removed (%2 documents left)").arg(uid).arg(m_docs->rowCount()), false);
+    emit knowledgeChanged();
+    return true;
+}
+
+void KbCurator::search(const QString& text)
+{
+    if (m_search->text() != text)
+        m_search->setText(text);
+    if (!m_kb)
+        return;
+    if (text.trimmed().isEmpty()) {
+        m_results->setRows({});
+        setStatus(QStringLiteral("Type words to search for, then Enter."), false);
+        return;
+    }
+    try {
+        const auto hits = m_kb->search(text.toStdString(), {}, kSearchResults);
+        std::vector<KnowledgeHitRow> rows;
+        for (size_t i = 0; i < hits.size(); ++i)
+            rows.push_back(hitRow(hits[i], static_cast<int>(i) + 1, *m_kb));
+        m_results->setRows(std::move(rows));
+        setStatus(hits.empty() ? QStringLiteral("No document matches \"%1\".").arg(text)
+                               : QStringLiteral("%1 hit(s) for \"%2\"").arg(hits.size()).arg(text),
+            false);
+    } catch (const std::exception& e) {
+        m_results->setRows({});
+        setStatus(QStringLiteral("Search \"%1\" failed: %2").arg(text, qs(e.what())), true);
+    }
+}
+
+void KbCurator::previewDocument(int row)
+{
+    const kb::DocumentInfo* d = m_docs->document(row);
+    if (!d || !m_kb) {
+        m_preview->clear();
+        return;
+    }
+    QString text = QStringLiteral("%1\n%2 v%3 · %4 · %5\n")
+                       .arg(qs(d->title), qs(d->uid))
+                       .arg(d->version)
+                       .arg(QString::fromLatin1(kb::categoryName(d->category)), qs(d->origin));
+    try {
+        for (const auto& c : m_kb->chunks(d->id)) {
+            text += QStringLiteral("\n## ") + qs(c.heading);
+            if (c.pageFirst > 0)
+                text += QStringLiteral("  [p. %1]").arg(c.pageFirst);
+            text += QLatin1Char('\n') + qs(c.body) + QLatin1Char('\n');
+        }
+    } catch (const std::exception& e) {
+        text += QStringLiteral("\n(the chunks could not be read: %1)").arg(qs(e.what()));
+    }
+    m_preview->setPlainText(text);
+}
+
+void KbCurator::previewHit(int row)
+{
+    const KnowledgeHitRow* h = m_results->hit(row);
+    if (!h || !selectDocument(h->uid))
+        return;
+    // Bring the hit's chunk into view.
+    const auto chunk = m_kb->chunk(h->chunkId);
+    if (!chunk)
+        return;
+    m_preview->moveCursor(QTextCursor::Start);
+    m_preview->find(QStringLiteral("## ") + qs(chunk->heading));
+    m_preview->ensureCursorVisible();
+}
+
+void KbCurator::importClicked()
+{
+    const QStringList files
+        = QFileDialog::getOpenFileNames(this, QStringLiteral("Import into the knowledge base"), QString(),
+            QStringLiteral("Documents (*.md *.markdown *.txt *.text *.html *.htm *.pdf);;All files (*)"));
+    if (!files.isEmpty())
+        importFiles(files);
+}
+
+void KbCurator::editTagsClicked()
+{
+    const QString uid = selectedUid();
+    const int row = m_docs->rowOf(uid);
+    if (row < 0)
+        return;
+    const kb::DocumentInfo d = *m_docs->document(row);
+    QDialog dialog(this);
+    dialog.setWindowTitle(QStringLiteral("Tags of %1").arg(uid));
+    auto* form = new QFormLayout(&dialog);
+    auto* platform = new QLineEdit(qs(d.tags.platform), &dialog);
+    platform->setPlaceholderText(QStringLiteral("cuda, hip, cpu or any"));
+    auto* arch = new QLineEdit(joined(d.tags.arch), &dialog);
+    arch->setPlaceholderText(QStringLiteral("sm_90, gfx942, x86_64-avx2… (empty: any)"));
+    auto* family = new QLineEdit(joined(d.tags.family), &dialog);
+    family->setPlaceholderText(QStringLiteral("softmax, gemm, reduction… (empty: any)"));
+    auto* source = new QLineEdit(qs(d.tags.source), &dialog);
+    auto* version = new QLineEdit(qs(d.tags.version), &dialog);
+    form->addRow(QStringLiteral("Platform"), platform);
+    form->addRow(QStringLiteral("Arch"), arch);
+    form->addRow(QStringLiteral("Family"), family);
+    form->addRow(QStringLiteral("Source"), source);
+    form->addRow(QStringLiteral("Version"), version);
+    auto* box = new QDialogButtonBox(QDialogButtonBox::Ok | QDialogButtonBox::Cancel, &dialog);
+    form->addRow(box);
+    connect(box, &QDialogButtonBox::accepted, &dialog, &QDialog::accept);
+    connect(box, &QDialogButtonBox::rejected, &dialog, &QDialog::reject);
+    if (dialog.exec() != QDialog::Accepted)
+        return;
+    kb::Tags t;
+    t.platform = platform->text().trimmed().toStdString();
+    t.arch = splitList(arch->text());
+    t.family = splitList(family->text());
+    t.source = source->text().trimmed().toStdString();
+    t.version = version->text().trimmed().toStdString();
+    retag(uid, t);
+}
+
+void KbCurator::removeClicked()
+{
+    removeDocument(selectedUid());
+}
+
+void KbCurator::dragEnterEvent(QDragEnterEvent* event)
+{
+    if (!m_kb || !event->mimeData()->hasUrls())
+        return;
+    for (const QUrl& u : event->mimeData()->urls())
+        if (u.isLocalFile()) {
+            event->acceptProposedAction();
+            return;
+        }
+}
+
+void KbCurator::dragMoveEvent(QDragMoveEvent* event)
+{
+    if (m_kb && event->mimeData()->hasUrls())
+        event->acceptProposedAction();
+}
+
+void KbCurator::dropEvent(QDropEvent* event)
+{
+    if (!m_kb || !event->mimeData()->hasUrls())
+        return;
+    QStringList files;
+    for (const QUrl& u : event->mimeData()->urls())
+        if (u.isLocalFile())
+            files << u.toLocalFile();
+    if (files.isEmpty())
+        return;
+    event->acceptProposedAction();
+    importFiles(files);
+}
+
+} // namespace hone::views

@@ -1,0 +1,125 @@
+#pragma once
+
+#include "knowledge/knowledge_base.h"
+#include "views/knowledge_hits.h"
+
+#include <QAbstractTableModel>
+#include <QStringList>
+#include <QWidget>
+
+#include <functional>
+#include <optional>
+#include <vector>
+
+class QComboBox;
+class QLabel;
+class QLineEdit;
+class QPlainTextEdit;
+class QPushButton;
+class QTableView;
+
+namespace hone::views {
+
+/// The live documents of a knowledge base, one row each.
+class KbDocumentsModel : public QAbstractTableModel {
+    Q_OBJECT
+public:
+    enum Column { Title, Kind, Tags, Chunks, Added, Source, ColumnCount };
+    enum Role { UidRole = Qt::UserRole + 1, DocIdRole };
+
+    explicit KbDocumentsModel(knowledge::KnowledgeBase* kb, QObject* parent = nullptr);
+    void setKnowledgeBase(knowledge::KnowledgeBase* kb);
+    /// Re-reads the documents (after an import, a tag edit or a removal).
+    void reload();
+    const knowledge::DocumentInfo* document(int row) const;
+    /// The row of the live document `uid`, or -1.
+    int rowOf(const QString& uid) const;
+
+    int rowCount(const QModelIndex& parent = {}) const override;
+    int columnCount(const QModelIndex& parent = {}) const override;
+    QVariant data(const QModelIndex& index, int role = Qt::DisplayRole) const override;
+    QVariant headerData(int section, Qt::Orientation orientation, int role = Qt::DisplayRole) const override;
+
+private:
+    knowledge::KnowledgeBase* m_kb;
+    std::vector<knowledge::DocumentInfo> m_docs;
+};
+
+/// What importing one file did.
+struct KbImportOutcome {
+    enum class Status { Added, Updated, Unchanged, Duplicate, Error };
+    QString path;
+    Status status = Status::Error;
+    QString uid;
+    int chunks = 0;
+    QString message; // the error (naming the file and the fix), or what a duplicate duplicates
+};
+
+/// The knowledge-base curator: the documents table, import (dialog or drop files on the
+/// panel), tag editing, full-text search, a preview of the selected document's chunks and
+/// removal. Every change goes through the KnowledgeBase API, one document per transaction, so
+/// a bad file never costs a stored document.
+class KbCurator : public QWidget {
+    Q_OBJECT
+public:
+    explicit KbCurator(knowledge::KnowledgeBase* kb, QWidget* parent = nullptr);
+
+    void setKnowledgeBase(knowledge::KnowledgeBase* kb);
+    /// Imports files (folders expand to their .md/.markdown/.txt/.html/.htm/.pdf files) one by
+    /// one, and reports each in the status line.
+    std::vector<KbImportOutcome> importFiles(const QStringList& paths);
+    /// Replaces the tags of the live document `uid`: a new version with the same chunks (the
+    /// old one stays in the history). False, with `error` set, when it cannot.
+    bool retag(const QString& uid, const knowledge::Tags& tags, QString* error = nullptr);
+    /// Removes the live document `uid` after asking the confirmation (setConfirm).
+    bool removeDocument(const QString& uid);
+    /// Runs a full-text search and lists the hits.
+    void search(const QString& text);
+    /// Selects a document in the table (and previews it); false when it is not listed.
+    bool selectDocument(const QString& uid);
+    /// The kind given to files that name none (no front-matter `category:`); nullopt: such
+    /// files are refused with a message. Files that name a kind keep it.
+    void setDefaultCategory(std::optional<knowledge::Category> category);
+    /// The question asked before a removal; true goes ahead. Default: a message box.
+    void setConfirm(std::function<bool(QString)> confirm) { m_confirm = std::move(confirm); }
+
+    QString statusText() const;
+    QString previewText() const;
+    KbDocumentsModel* documentsModel() const { return m_docs; }
+    KnowledgeHitsModel* searchModel() const { return m_results; }
+
+signals:
+    /// Documents were added, re-tagged or removed.
+    void knowledgeChanged();
+
+protected:
+    void dragEnterEvent(QDragEnterEvent* event) override;
+    void dragMoveEvent(QDragMoveEvent* event) override;
+    void dropEvent(QDropEvent* event) override;
+
+private:
+    void importClicked();
+    void editTagsClicked();
+    void removeClicked();
+    void previewDocument(int row);
+    void previewHit(int row);
+    void setStatus(const QString& text, bool error);
+    QString selectedUid() const;
+    void updateEnabled();
+
+    knowledge::KnowledgeBase* m_kb;
+    KbDocumentsModel* m_docs;
+    KnowledgeHitsModel* m_results;
+    QTableView* m_docTable;
+    QTableView* m_resultTable;
+    QPlainTextEdit* m_preview;
+    QLineEdit* m_search;
+    QLabel* m_status;
+    QComboBox* m_defaultKind;
+    QPushButton* m_import;
+    QPushButton* m_tags;
+    QPushButton* m_remove;
+    std::function<bool(QString)> m_confirm;
+};
+
+} // namespace hone::views

@@ -1,0 +1,312 @@
+#include "views/occupancy_calc.h"
+
+#include <algorithm>
+#include <cctype>
+#include <climits>
+#include <regex>
+
+namespace hone::views {
+
+namespace {
+
+long long roundUp(long long v, long long unit)
+{
+    return unit > 0 ? (v + unit - 1) / unit * unit : v;
+}
+
+long long divUp(long long a, long long b)
+{
+    return b > 0 ? (a + b - 1) / b : 0;
+}
+
+std::string kib(long long bytes)
+{
+    if (bytes % 1024 == 0)
+        return std::to_string(bytes / 1024) + " KiB";
+    return std::to_string(bytes) + " bytes";
+}
+
+long long integer(const nlohmann::json& j, const char* key, long long fallback = 0)
+{
+    if (!j.is_object())
+        return fallback;
+    auto it = j.find(key);
+    return it != j.end() && it->is_number() ? it->get<long long>() : fallback;
+}
+
+std::string text(const nlohmann::json& j, const char* key)
+{
+    if (!j.is_object())
+        return {};
+    auto it = j.find(key);
+    return it != j.end() && it->is_string() ? it->get<std::string>() : std::string();
+}
+
+bool containsWord(const std::string& haystack, const std::string& word)
+{
+    for (size_t at = haystack.find(word); at != std::string::npos; at = haystack.find(word, at + 1)) {
+        const bool startOk = at == 0 || !std::isalnum(static_cast<unsigned char>(haystack[at - 1]));
+        const size_t end = at + word.size();
+        const bool endOk = end >= haystack.size() || !std::isalnum(static_cast<unsigned char>(haystack[end]));
+        if (startOk && endOk)
+            return true;
+    }
+    return false;
+}
+
+} // namespace
+
+DeviceLimits DeviceLimits::sm90()
+{
+    DeviceLimits d;
+    d.arch = "sm_90";
+    d.description = "Hopper (H100, H200)";
+    return d; // the defaults are Hopper's
+}
+
+DeviceLimits DeviceLimits::sm89()
+{
+    DeviceLimits d;
+    d.arch = "sm_89";
+    d.description = "Ada (L4, L40, RTX 40)";
+    d.maxThreadsPerSm = 1536;
+    d.maxBlocksPerSm = 24;
+    d.maxWarpsPerSm = 48;
+    d.sharedPerSm = 100 * 1024;
+    d.sharedPerBlock = 99 * 1024;
+    return d;
+}
+
+DeviceLimits DeviceLimits::sm80()
+{
+    DeviceLimits d;
+    d.arch = "sm_80";
+    d.description = "Ampere (A100, A30)";
+    d.sharedPerSm = 164 * 1024;
+    d.sharedPerBlock = 163 * 1024;
+    return d;
+}
+
+std::optional<DeviceLimits> DeviceLimits::forArch(std::string_view arch)
+{
+    std::string digits;
+    for (char c : arch)
+        if (std::isdigit(static_cast<unsigned char>(c)))
+            digits += c;
+    if (digits == "90")
+        return sm90();
+    if (digits == "89")
+        return sm89();
+    if (digits == "80")
+        return sm80();
+    return std::nullopt;
+}
+
+std::optional<DeviceLimits> DeviceLimits::fromResult(const nlohmann::json& result)
+{
+    if (!isCudaResult(result))
+        return std::nullopt;
+    const auto env = result.is_object() ? result.value("environment", nlohmann::json::object()) : nlohmann::json();
+    const std::string device = text(env, "device");
+    // The worker names its GPU "cuda: NAME (sm_90, 132 SMs)".
+    static const std::regex archRe(R"(\bsm_(\d+)[a-z]?\b)");
+    std::smatch m;
+    if (std::regex_search(device, m, archRe))
+        return forArch(m[1].str());
+    for (const char* name : { "H100", "H200", "H800", "GH200", "H20" })
+        if (containsWord(device, name))
+            return sm90();
+    for (const char* name : { "A100", "A800", "A30" })
+        if (containsWord(device, name))
+            return sm80();
+    for (const char* name : { "L4", "L40", "L40S", "Ada", "RTX 4090", "RTX 4080" })
+        if (containsWord(device, name))
+            return sm89();
+    return std::nullopt;
+}
+
+OccupancyResult computeOccupancy(const DeviceLimits& d, const KernelResources& k)
+{
+    OccupancyResult r;
+    const int maxWarps = std::min(d.maxWarpsPerSm, d.maxThreadsPerSm / std::max(1, d.warpSize));
+    if (k.blockSize <= 0) {
+        r.error = "the block has no threads";
+        return r;
+    }
+    r.warpsPerBlock = static_cast<int>(divUp(k.blockSize, d.warpSize));
+
+    // Warp slots.
+    if (k.blockSize > d.maxThreadsPerBlock) {
+        r.error = "a block of " + std::to_string(k.blockSize) + " threads exceeds the limit of "
+            + std::to_string(d.maxThreadsPerBlock) + " on " + d.arch;
+    } else {
+        r.blocksByWarps = maxWarps / r.warpsPerBlock;
+    }
+    r.blocksByBlocks = d.maxBlocksPerSm;
+
+    // Registers: per warp in allocation units, warps placed in each sub-partition. The hardware
+    // check assumes the block's warps spread evenly over all sub-partitions.
+    const long long regsPerWarp = roundUp(static_cast<long long>(k.registers) * d.warpSize, d.registerAllocationUnit);
+    r.registersPerWarpAllocated = static_cast<int>(regsPerWarp);
+    const long long regsPerBlock = regsPerWarp * r.warpsPerBlock;
+    const long long regsAssumed = regsPerWarp * roundUp(r.warpsPerBlock, d.registerSubPartitions);
+    if (k.registers > d.maxRegistersPerThread) {
+        r.error = std::to_string(k.registers) + " registers per thread exceed the limit of "
+            + std::to_string(d.maxRegistersPerThread);
+    } else if (regsPerBlock > d.registersPerBlock || regsAssumed > d.registersPerBlock) {
+        r.error = "too many resources requested for launch: " + std::to_string(k.registers) + " registers x "
+            + std::to_string(k.blockSize) + " threads need more than the " + std::to_string(d.registersPerBlock)
+            + " registers a block may have";
+    } else if (regsPerWarp == 0) {
+        r.blocksByRegisters = INT_MAX;
+    } else {
+        const long long perSubPartition = (d.registersPerSm / d.registerSubPartitions) / regsPerWarp;
+        r.blocksByRegisters = static_cast<int>(perSubPartition * d.registerSubPartitions / r.warpsPerBlock);
+    }
+
+    // Shared memory: static + dynamic + the driver's reserve, in allocation units.
+    const long long wanted = k.staticShared + k.dynamicShared;
+    r.sharedPerBlockAllocated = roundUp(wanted + d.reservedSharedPerBlock, d.sharedAllocationUnit);
+    if (wanted > d.sharedPerBlock) {
+        if (r.error.empty())
+            r.error = kib(wanted) + " of shared memory per block exceed the " + kib(d.sharedPerBlock) + " limit of "
+                + d.arch;
+    } else {
+        r.blocksBySharedMemory = r.sharedPerBlockAllocated > 0
+            ? static_cast<int>(std::min<long long>(INT_MAX, d.sharedPerSm / r.sharedPerBlockAllocated))
+            : INT_MAX;
+    }
+
+    if (!r.error.empty()) {
+        r.blocksPerSm = 0;
+        r.limiter = OccupancyLimiter::None;
+        return r;
+    }
+    r.blocksPerSm = std::min({ r.blocksByWarps, r.blocksByBlocks, r.blocksByRegisters, r.blocksBySharedMemory });
+    r.activeWarps = r.blocksPerSm * r.warpsPerBlock;
+    r.occupancy = std::min(1.0, static_cast<double>(r.activeWarps) / maxWarps);
+    // Ties go to the first of warps, blocks, registers, shared memory, as the worker reports them.
+    if (r.occupancy >= 0.999)
+        r.limiter = OccupancyLimiter::None;
+    else if (r.blocksPerSm == r.blocksByWarps)
+        r.limiter = OccupancyLimiter::Warps;
+    else if (r.blocksPerSm == r.blocksByBlocks)
+        r.limiter = OccupancyLimiter::Blocks;
+    else if (r.blocksPerSm == r.blocksByRegisters)
+        r.limiter = OccupancyLimiter::Registers;
+    else
+        r.limiter = OccupancyLimiter::SharedMemory;
+    return r;
+}
+
+double occupancyOf(const DeviceLimits& d, int blockSize, int blocks)
+{
+    const int maxWarps = std::min(d.maxWarpsPerSm, d.maxThreadsPerSm / std::max(1, d.warpSize));
+    if (blocks <= 0 || blockSize <= 0 || maxWarps <= 0)
+        return 0;
+    const long long warps = static_cast<long long>(blocks) * divUp(blockSize, d.warpSize);
+    return std::min(1.0, static_cast<double>(warps) / maxWarps);
+}
+
+std::string limiterName(OccupancyLimiter l)
+{
+    switch (l) {
+    case OccupancyLimiter::None:
+        return "none";
+    case OccupancyLimiter::Warps:
+        return "block size (threads per SM)";
+    case OccupancyLimiter::Blocks:
+        return "blocks per SM";
+    case OccupancyLimiter::Registers:
+        return "registers";
+    case OccupancyLimiter::SharedMemory:
+        return "shared memory";
+    }
+    return "none";
+}
+
+bool isCudaResult(const nlohmann::json& result)
+{
+    if (!result.is_object())
+        return false;
+    const auto env = result.value("environment", nlohmann::json::object());
+    const std::string backend = text(env, "backend");
+    if (!backend.empty())
+        return backend == "cuda";
+    const std::string device = text(env, "device");
+    if (device.rfind("cuda:", 0) == 0)
+        return true;
+    if (device.rfind("cpu:", 0) == 0)
+        return false;
+    return result.contains("occupancy") || (result.contains("compile") && result["compile"].is_object()
+        && result["compile"].contains("resources"));
+}
+
+std::optional<KernelLaunch> mainKernelLaunch(const nlohmann::json& result)
+{
+    if (!result.is_object())
+        return std::nullopt;
+    const auto occ = result.value("occupancy", nlohmann::json::object());
+    const auto kernels = occ.is_object() ? occ.value("kernels", nlohmann::json::array()) : nlohmann::json::array();
+    if (kernels.is_array() && !kernels.empty()) {
+        const std::string main = text(occ, "main_kernel");
+        const nlohmann::json* pick = nullptr;
+        long long mostThreads = -1;
+        for (const auto& k : kernels) {
+            if (!k.is_object())
+                continue;
+            if (!main.empty() && text(k, "name") == main) {
+                pick = &k;
+                break;
+            }
+            const long long threads = integer(k, "threads");
+            if (threads > mostThreads) {
+                mostThreads = threads;
+                pick = &k;
+            }
+        }
+        if (pick) {
+            const auto& k = *pick;
+            KernelLaunch l;
+            l.name = text(k, "name");
+            long long block = 1;
+            const auto dims = k.value("block", nlohmann::json::array());
+            if (dims.is_array() && !dims.empty()) {
+                for (const auto& v : dims)
+                    block *= v.is_number() ? std::max<long long>(1, v.get<long long>()) : 1;
+                l.hasBlock = true;
+            } else if (dims.is_number()) {
+                block = dims.get<long long>();
+                l.hasBlock = true;
+            }
+            l.resources.blockSize = static_cast<int>(block);
+            l.resources.registers = static_cast<int>(integer(k, "registers"));
+            l.resources.staticShared = integer(k, "static_smem");
+            l.resources.dynamicShared = integer(k, "dynamic_smem");
+            l.reportedBlocksPerSm = static_cast<int>(integer(k, "blocks_per_sm", -1));
+            if (k.contains("occupancy") && k["occupancy"].is_number())
+                l.reportedOccupancy = k["occupancy"].get<double>();
+            l.reportedLimiter = text(k, "limiter");
+            return l;
+        }
+    }
+    // No launch was captured (the run failed before timing, or an older worker): the compiler's
+    // numbers, of the kernel that needs the most registers.
+    const auto compile = result.value("compile", nlohmann::json::object());
+    const auto resources = compile.is_object() ? compile.value("resources", nlohmann::json::array()) : nlohmann::json();
+    if (!resources.is_array() || resources.empty())
+        return std::nullopt;
+    const nlohmann::json* pick = nullptr;
+    for (const auto& k : resources)
+        if (k.is_object() && (!pick || integer(k, "registers") > integer(*pick, "registers")))
+            pick = &k;
+    if (!pick)
+        return std::nullopt;
+    KernelLaunch l;
+    l.name = text(*pick, "name");
+    l.resources.registers = static_cast<int>(integer(*pick, "registers"));
+    l.resources.staticShared = integer(*pick, "smem_static");
+    return l;
+}
+
+} // namespace hone::views

@@ -1,0 +1,347 @@
+#include "views/review_panel.h"
+
+#include "core/export_bundle.h"
+#include "core/store.h"
+#include "views/diff_view.h"
+#include "views/evidence.h"
+
+#include <QDir>
+#include <QFormLayout>
+#include <QHBoxLayout>
+#include <QLabel>
+#include <QLineEdit>
+#include <QListWidget>
+#include <QPlainTextEdit>
+#include <QPushButton>
+#include <QSplitter>
+#include <QTabWidget>
+#include <QVBoxLayout>
+
+namespace hone::views {
+
+namespace {
+
+QString knobText(const nlohmann::json& knobs)
+{
+    QStringList parts;
+    if (knobs.is_object())
+        for (auto it = knobs.begin(); it != knobs.end(); ++it)
+            parts << QString::fromStdString(it.key()) + QLatin1Char('=')
+                    + QString::fromStdString(it->is_string() ? it->get<std::string>() : it->dump());
+    return parts.join(QStringLiteral(", "));
+}
+
+QString nodeTitle(const NodeInfo& n)
+{
+    const QString knobs = knobText(n.knobs);
+    return QStringLiteral("node %1 (%2%3)").arg(n.id).arg(n.sourceName, knobs.isEmpty() ? QString() : QStringLiteral(", ") + knobs);
+}
+
+QString expandHome(const QString& path)
+{
+    if (path == QLatin1String("~"))
+        return QDir::homePath();
+    if (path.startsWith(QLatin1String("~/")))
+        return QDir::homePath() + path.mid(1);
+    return path;
+}
+
+} // namespace
+
+ReviewPanel::ReviewPanel(SessionData* sessionData, Selection* selection, NodeActions* actions, QWidget* parent)
+    : QWidget(parent)
+    , m_data(sessionData)
+    , m_selection(selection)
+    , m_actions(actions)
+    , m_exportRoot(QDir::homePath() + QStringLiteral("/hone-exports"))
+{
+    m_header = new QLabel(tr("No candidate under review: pick a node and choose Review."));
+    m_header->setWordWrap(true);
+    m_header->setTextInteractionFlags(Qt::TextSelectableByMouse);
+    m_reviewSelected = new QPushButton(tr("Review selected node"));
+    auto* top = new QHBoxLayout;
+    top->addWidget(m_header, 1);
+    top->addWidget(m_reviewSelected);
+
+    m_diff = new DiffView;
+    m_evidence = new EvidenceView;
+    auto* tabs = new QTabWidget;
+    tabs->addTab(m_diff, tr("Diff against the baseline"));
+    tabs->addTab(m_evidence, tr("Evidence"));
+
+    m_history = new QListWidget;
+    m_history->setObjectName(QStringLiteral("history"));
+    m_reviewer = new QLineEdit(qEnvironmentVariable("USER"));
+    m_reviewer->setObjectName(QStringLiteral("reviewer"));
+    m_reviewer->setPlaceholderText(tr("your name (required)"));
+    m_note = new QPlainTextEdit;
+    m_note->setObjectName(QStringLiteral("note"));
+    m_note->setPlaceholderText(tr("why: what you checked, what worries you; a rejection's note becomes a hint"));
+    m_note->setMaximumHeight(90);
+    m_approve = new QPushButton(tr("Approve and export"));
+    m_approve->setObjectName(QStringLiteral("approve"));
+    m_reject = new QPushButton(tr("Reject"));
+    m_reject->setObjectName(QStringLiteral("reject"));
+    m_message = new QLabel;
+    m_message->setObjectName(QStringLiteral("message"));
+    m_message->setWordWrap(true);
+    m_message->setTextInteractionFlags(Qt::TextSelectableByMouse);
+
+    auto* form = new QFormLayout;
+    form->addRow(tr("Reviewer"), m_reviewer);
+    form->addRow(tr("Note"), m_note);
+    auto* buttons = new QHBoxLayout;
+    buttons->addStretch(1);
+    buttons->addWidget(m_reject);
+    buttons->addWidget(m_approve);
+    auto* bottom = new QWidget;
+    auto* bl = new QVBoxLayout(bottom);
+    bl->setContentsMargins(0, 0, 0, 0);
+    bl->addWidget(new QLabel(tr("Earlier reviews of this node")));
+    bl->addWidget(m_history);
+    bl->addLayout(form);
+    bl->addLayout(buttons);
+    bl->addWidget(m_message);
+
+    auto* split = new QSplitter(Qt::Vertical);
+    split->addWidget(tabs);
+    split->addWidget(bottom);
+    split->setStretchFactor(0, 3);
+    split->setStretchFactor(1, 1);
+    auto* layout = new QVBoxLayout(this);
+    layout->addLayout(top);
+    layout->addWidget(split, 1);
+
+    connect(m_approve, &QPushButton::clicked, this, [this] { approve(); });
+    connect(m_reject, &QPushButton::clicked, this, [this] { reject(); });
+    connect(m_reviewSelected, &QPushButton::clicked, this, [this] {
+        if (m_selection)
+            review(m_selection->current());
+    });
+    if (m_actions)
+        connect(m_actions, &NodeActions::reviewRequested, this, &ReviewPanel::review);
+    if (m_data) {
+        connect(m_data, &SessionData::sessionReset, this, [this] {
+            m_node = -1;
+            m_message->clear();
+            refresh();
+        });
+        connect(m_data, &SessionData::nodesChanged, this, [this](const QVector<qint64>& ids) {
+            const qint64 base = m_data->baselineNode();
+            if (m_node >= 0 && (ids.contains(m_node) || ids.contains(base)))
+                refresh();
+        });
+    }
+    refresh();
+}
+
+void ReviewPanel::setStore(core::Store* store)
+{
+    m_store = store;
+    refresh();
+}
+
+void ReviewPanel::setExportRoot(const QString& dir)
+{
+    m_exportRoot = expandHome(dir);
+}
+
+QString ReviewPanel::message() const
+{
+    return m_message->text();
+}
+
+QString ReviewPanel::headerText() const
+{
+    return m_header->text();
+}
+
+QStringList ReviewPanel::historyLines() const
+{
+    QStringList out;
+    for (int i = 0; i < m_history->count(); ++i)
+        out << m_history->item(i)->text();
+    return out;
+}
+
+void ReviewPanel::review(qint64 node)
+{
+    m_node = node;
+    m_message->clear();
+    refresh();
+}
+
+void ReviewPanel::showMessage(const QString& text, bool error)
+{
+    m_message->setStyleSheet(error ? QStringLiteral("color: #b00020;") : QString());
+    m_message->setText(text);
+}
+
+void ReviewPanel::refresh()
+{
+    const NodeInfo* n = m_data ? m_data->node(m_node) : nullptr;
+    const bool candidate = n && !n->sourceHash.isEmpty();
+    m_approve->setEnabled(candidate && m_store);
+    m_reject->setEnabled(candidate && m_store);
+    m_approve->setToolTip(m_store ? QString() : tr("no writable store: reviews cannot be recorded"));
+    if (!candidate) {
+        m_header->setText(m_node < 0 ? tr("No candidate under review: pick a node and choose Review.")
+                                     : tr("Node %1 is not a candidate (the root has no source).").arg(m_node));
+        m_diff->showMessage(tr("No candidate under review."));
+        m_evidence->clear();
+        m_history->clear();
+        return;
+    }
+    const NodeInfo* base = m_data->node(m_data->baselineNode());
+    m_header->setText(tr("Reviewing %1 · %2 · %3%4")
+                          .arg(nodeTitle(*n), n->origin, n->statusText(),
+                              n->bound.isEmpty() ? QString() : QStringLiteral(" · ") + n->bound + tr("-bound")));
+    if (base) {
+        DiffSide left {tr("baseline ") + nodeTitle(*base), base->sourceName, m_data->sourceText(base->sourceHash),
+            base->knobs, base->flags};
+        DiffSide right {nodeTitle(*n), n->sourceName, m_data->sourceText(n->sourceHash), n->knobs, n->flags};
+        if (base->id == n->id)
+            m_diff->showMessage(tr("Node %1 is the baseline itself: there is nothing to compare it with.").arg(n->id));
+        else
+            m_diff->setSides(left, right);
+    } else {
+        m_diff->showMessage(tr("The session has no baseline seed to compare with."));
+    }
+    m_evidence->setResults(n->result, base ? base->result : nlohmann::json());
+    refreshHistory();
+}
+
+void ReviewPanel::refreshHistory()
+{
+    m_history->clear();
+    const core::Store* store = m_store ? m_store : (m_data ? m_data->store() : nullptr);
+    if (!store || !m_data || m_node < 0)
+        return;
+    try {
+        for (const auto& a : store->approvals(m_data->sessionId())) {
+            if (a.nodeId != m_node)
+                continue;
+            QString line = QStringLiteral("%1 by %2 at %3")
+                               .arg(QString::fromStdString(a.decision), QString::fromStdString(a.reviewer),
+                                   QString::fromStdString(a.createdAt));
+            if (!a.note.empty())
+                line += QStringLiteral(": ") + QString::fromStdString(a.note);
+            if (!a.exportDir.empty())
+                line += tr(" (exported to %1)").arg(QString::fromStdString(a.exportDir));
+            m_history->addItem(line);
+        }
+    } catch (const std::exception& e) {
+        m_history->addItem(tr("cannot read the reviews: %1").arg(QString::fromUtf8(e.what())));
+    }
+    if (m_history->count() == 0)
+        m_history->addItem(tr("(none)"));
+}
+
+QString ReviewPanel::requireReviewer()
+{
+    const QString name = m_reviewer->text().trimmed();
+    if (name.isEmpty()) {
+        showMessage(tr("A reviewer's name is required: type it in the Reviewer field, then approve or reject again."), true);
+        m_reviewer->setFocus();
+    }
+    return name;
+}
+
+bool ReviewPanel::approve()
+{
+    const NodeInfo* n = m_data ? m_data->node(m_node) : nullptr;
+    if (!n || n->sourceHash.isEmpty()) {
+        showMessage(tr("Pick a candidate node to review first."), true);
+        return false;
+    }
+    if (!m_store) {
+        showMessage(tr("No writable store: open the session's store to record reviews."), true);
+        return false;
+    }
+    const QString reviewer = requireReviewer();
+    if (reviewer.isEmpty())
+        return false;
+    if (n->status == NodeInfo::Status::Pending) {
+        showMessage(tr("Node %1 has not been evaluated yet: wait for its result before approving it.").arg(n->id), true);
+        return false;
+    }
+    if (n->status == NodeInfo::Status::Failed) {
+        showMessage(tr("Node %1 failed its evaluation (%2): only a candidate that passed its checks can be "
+                       "approved. Reject it to turn your note into a hint.")
+                        .arg(n->id)
+                        .arg(n->failureKind),
+            true);
+        return false;
+    }
+    const QString note = m_note->toPlainText().trimmed();
+    const QString dir = QDir(m_exportRoot).filePath(QStringLiteral("session-%1-node-%2").arg(m_data->sessionId()).arg(n->id));
+    core::ExportOptions options;
+    options.resourcesDir = m_resourcesDir.toStdString();
+    options.review = {{"decision", "approved"}, {"reviewer", reviewer.toStdString()}, {"note", note.toStdString()},
+        {"at", core::nowIso()}};
+    try {
+        const core::ExportResult r = core::exportBundle(*m_store, m_data->sessionId(), n->id, dir.toStdString(), options);
+        core::ApprovalRecord rec;
+        rec.nodeId = n->id;
+        rec.decision = "approved";
+        rec.reviewer = reviewer.toStdString();
+        rec.note = note.toStdString();
+        rec.evidence = r.evidence;
+        rec.exportDir = r.dir.string();
+        m_store->insertApproval(m_data->sessionId(), rec);
+        QString text = tr("Approved by %1; exported to %2").arg(reviewer, dir);
+        if (r.hasTest)
+            text += tr(" (check it without Hone: run_test.sh)");
+        for (const auto& w : r.warnings)
+            text += QStringLiteral("\n") + tr("warning: ") + QString::fromStdString(w);
+        showMessage(text, false);
+    } catch (const std::exception& e) {
+        showMessage(tr("Approval of node %1 not recorded: %2").arg(n->id).arg(QString::fromUtf8(e.what())), true);
+        return false;
+    }
+    m_note->clear();
+    refreshHistory();
+    emit approved(n->id, dir);
+    return true;
+}
+
+bool ReviewPanel::reject()
+{
+    const NodeInfo* n = m_data ? m_data->node(m_node) : nullptr;
+    if (!n || n->sourceHash.isEmpty()) {
+        showMessage(tr("Pick a candidate node to review first."), true);
+        return false;
+    }
+    if (!m_store) {
+        showMessage(tr("No writable store: open the session's store to record reviews."), true);
+        return false;
+    }
+    const QString reviewer = requireReviewer();
+    if (reviewer.isEmpty())
+        return false;
+    const QString note = m_note->toPlainText().trimmed();
+    const qint64 id = n->id;
+    try {
+        core::ApprovalRecord rec;
+        rec.nodeId = id;
+        rec.decision = "rejected";
+        rec.reviewer = reviewer.toStdString();
+        rec.note = note.toStdString();
+        rec.evidence = core::buildEvidence(*m_store, m_data->sessionId(), id);
+        rec.evidence["review"] = {{"decision", "rejected"}, {"reviewer", rec.reviewer}, {"note", rec.note}};
+        m_store->insertApproval(m_data->sessionId(), rec);
+    } catch (const std::exception& e) {
+        showMessage(tr("Rejection of node %1 not recorded: %2").arg(id).arg(QString::fromUtf8(e.what())), true);
+        return false;
+    }
+    showMessage(tr("Rejected by %1; the reason goes to the search as a hint.").arg(reviewer), false);
+    m_note->clear();
+    refreshHistory();
+    const QString hint = tr("Rejected by %1: %2").arg(reviewer, note.isEmpty() ? tr("(no reason given)") : note);
+    if (m_actions)
+        emit m_actions->hintRequested(id, hint);
+    emit rejected(id);
+    return true;
+}
+
+} // namespace hone::views

@@ -1,0 +1,97 @@
+#pragma once
+
+#include "views/session_data.h"
+
+#include <QString>
+#include <QStringList>
+#include <QWidget>
+
+class QLabel;
+class QLineEdit;
+class QListWidget;
+class QPlainTextEdit;
+class QPushButton;
+
+namespace hone::core {
+class Store;
+}
+
+namespace hone::views {
+
+class DiffView;
+class EvidenceView;
+
+/// Review of one candidate before it ships: its diff against the baseline, the evidence
+/// (correctness, timing interval, roofline/occupancy/profile deltas), the node's earlier
+/// reviews, and Approve / Reject. Approve exports the bundle (core::exportBundle) into
+/// `<export root>/session-S-node-N/` and records an approval with the evidence and the folder;
+/// Reject records a rejection and asks, through NodeActions::hintRequested, for the reason to
+/// become a hint for the search. Writes need a writable store on the GUI thread (setStore).
+class ReviewPanel : public QWidget {
+    Q_OBJECT
+public:
+    ReviewPanel(SessionData* sessionData, Selection* selection, NodeActions* actions, QWidget* parent = nullptr);
+
+    /// The GUI thread's writable store; null disables Approve and Reject. Not owned.
+    void setStore(core::Store* store);
+    /// Where bundles go (default ~/hone-exports); a leading ~ is the home folder.
+    void setExportRoot(const QString& dir);
+    QString exportRoot() const { return m_exportRoot; }
+    /// Hone's resources folder for hone/kernel.h (core::ExportOptions); empty: found as hone finds it.
+    void setResourcesDir(const QString& dir) { m_resourcesDir = dir; }
+
+    /// The node under review, or -1.
+    qint64 node() const { return m_node; }
+    /// The last outcome or error shown under the buttons.
+    QString message() const;
+    /// The node's reviews as listed: "approved by alice at ...: note (exported to DIR)".
+    QStringList historyLines() const;
+    QString headerText() const;
+
+    DiffView* diffView() const { return m_diff; }
+    EvidenceView* evidenceView() const { return m_evidence; }
+    QLineEdit* reviewerEdit() const { return m_reviewer; }
+    QPlainTextEdit* noteEdit() const { return m_note; }
+    QPushButton* approveButton() const { return m_approve; }
+    QPushButton* rejectButton() const { return m_reject; }
+
+public slots:
+    /// Shows `node` for review (also connected to NodeActions::reviewRequested).
+    void review(qint64 node);
+    /// Export, then record the approval. False, with the reason in message(), when it cannot.
+    bool approve();
+    /// Record the rejection and ask for the reason as a hint. False when it cannot.
+    bool reject();
+
+signals:
+    void approved(qint64 node, const QString& dir);
+    void rejected(qint64 node);
+
+private:
+    void refresh();
+    void refreshHistory();
+    void showMessage(const QString& text, bool error);
+    /// The reviewer's name, or empty after showing why not.
+    QString requireReviewer();
+
+    SessionData* m_data;
+    Selection* m_selection;
+    NodeActions* m_actions;
+    core::Store* m_store = nullptr;
+    QString m_exportRoot;
+    QString m_resourcesDir;
+    qint64 m_node = -1;
+
+    QLabel* m_header = nullptr;
+    DiffView* m_diff = nullptr;
+    EvidenceView* m_evidence = nullptr;
+    QListWidget* m_history = nullptr;
+    QLineEdit* m_reviewer = nullptr;
+    QPlainTextEdit* m_note = nullptr;
+    QPushButton* m_approve = nullptr;
+    QPushButton* m_reject = nullptr;
+    QPushButton* m_reviewSelected = nullptr;
+    QLabel* m_message = nullptr;
+};
+
+} // namespace hone::views
