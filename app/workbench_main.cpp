@@ -47,10 +47,17 @@ bool save(QWidget* w, const QString& dir, const QString& name)
 bool shoot(app::MainWindow& w, QWidget* panel, const QString& dir, const QString& name)
 {
     if (QDockWidget* d = w.dockOf(panel)) {
+        // Shot floating at a readable size, then put back where it was.
+        const bool wasFloating = d->isFloating();
         d->show();
+        d->setFloating(true);
+        d->resize(1200, 760);
         d->raise();
-        settle(400);
-        return save(d, dir, name);
+        settle(500);
+        const bool ok = save(d, dir, name);
+        d->setFloating(wasFloating);
+        settle(100);
+        return ok;
     }
     settle(300);
     return save(panel, dir, name);
@@ -71,7 +78,20 @@ int screenshots(app::MainWindow& w, const QString& dir, const QString& prefix)
     w.treeView()->fitAll();
     settle(600);
     bool ok = save(&w, dir, prefix + "window");
+    // The tree alone: the docks step aside so that it gets the whole window, fitted.
+    QList<QDockWidget*> shown;
+    for (QDockWidget* d : w.docks())
+        if (d->isVisible()) {
+            shown << d;
+            d->hide();
+        }
+    settle(300);
+    w.treeView()->fitAll();
+    settle(400);
     ok &= save(w.treeView(), dir, prefix + "tree");
+    for (QDockWidget* d : shown)
+        d->show();
+    settle(300);
     ok &= shoot(w, w.nodeTable(), dir, prefix + "nodes");
     ok &= shoot(w, w.roofline(), dir, prefix + "roofline");
     ok &= shoot(w, w.occupancy(), dir, prefix + "occupancy");
@@ -91,6 +111,11 @@ int screenshots(app::MainWindow& w, const QString& dir, const QString& prefix)
     ok &= shoot(w, w.curator(), dir, prefix + "curator");
     w.actions()->reviewRequested(best);
     ok &= shoot(w, w.review(), dir, prefix + "review");
+    if (auto* reviewTabs = w.review()->findChild<QTabWidget*>()) {
+        reviewTabs->setCurrentIndex(1); // the evidence beside the diff
+        ok &= shoot(w, w.review(), dir, prefix + "review-evidence");
+        reviewTabs->setCurrentIndex(0);
+    }
     ok &= shoot(w, w.launcher(), dir, prefix + "launcher");
     return ok ? 0 : 1;
 }

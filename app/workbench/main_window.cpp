@@ -96,6 +96,9 @@ MainWindow::MainWindow(WorkbenchConfig config, QWidget* parent)
     inspectorDock->raise();
     rooflineDock->raise();
     resize(1600, 1000);
+    // The tree in the centre gets the most room; side panels start narrow.
+    resizeDocks({launcherDock, inspectorDock}, {400, 560}, Qt::Horizontal);
+    resizeDocks({tableDock}, {260}, Qt::Vertical);
 
     auto* view = menuBar()->addMenu(tr("&View"));
     for (QDockWidget* d : docks())
