@@ -6,39 +6,26 @@
 
 namespace hone::app {
 
-class KbKnowledgeSource::Observer final : public core::EngineObserver {
+class KbKnowledgeSource::Observer final : public core::ForwardingObserver {
 public:
     Observer(KbKnowledgeSource& source, core::EngineObserver* inner)
-        : m_source(source)
-        , m_inner(inner)
+        : ForwardingObserver(inner)
+        , m_source(source)
     {
-    }
-    void nodeAdded(const core::Node& n) override
-    {
-        if (m_inner)
-            m_inner->nodeAdded(n);
-    }
-    void nodeEvaluated(const core::Node& n, const core::protocol::EvalSummary& s) override
-    {
-        if (m_inner)
-            m_inner->nodeEvaluated(n, s);
     }
     void progressChanged(const core::Progress& p) override
     {
         m_source.m_session = p.session;
-        if (m_inner)
-            m_inner->progressChanged(p);
+        ForwardingObserver::progressChanged(p);
     }
     void llmCallRecorded(const core::Node& n, const core::LlmCallRecord& c) override
     {
         m_source.recordFor(m_source.m_session, n.id);
-        if (m_inner)
-            m_inner->llmCallRecorded(n, c);
+        ForwardingObserver::llmCallRecorded(n, c);
     }
 
 private:
     KbKnowledgeSource& m_source;
-    core::EngineObserver* m_inner;
 };
 
 KbKnowledgeSource::KbKnowledgeSource(knowledge::KnowledgeBase& kb, int topK)

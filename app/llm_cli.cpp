@@ -99,7 +99,7 @@ std::string firstLine(const std::string& s, size_t max = 160)
 }
 
 /// Prints the model calls and the evaluation of what they produced, on stderr.
-class LlmLog final : public core::EngineObserver, public core::LlmSynthObserver {
+class LlmLog final : public core::ForwardingObserver, public core::LlmSynthObserver {
 public:
     LlmLog(bool logPrompts, bool logStream)
         : m_logPrompts(logPrompts)
@@ -107,17 +107,9 @@ public:
         , m_tty(isatty(2) != 0)
     {
     }
-    void setInner(core::EngineObserver* inner) { m_inner = inner; }
-
-    void nodeAdded(const core::Node& n) override
-    {
-        if (m_inner)
-            m_inner->nodeAdded(n);
-    }
     void nodeEvaluated(const core::Node& n, const core::protocol::EvalSummary& s) override
     {
-        if (m_inner)
-            m_inner->nodeEvaluated(n, s);
+        ForwardingObserver::nodeEvaluated(n, s);
         if (n.origin != "llm" && n.origin != "repair")
             return;
         char buf[160];
@@ -129,15 +121,9 @@ public:
             + ": "
             + (s.ok ? std::string(buf) : "FAILED " + s.failureKind + ": " + firstLine(s.failureMessage)));
     }
-    void progressChanged(const core::Progress& p) override
-    {
-        if (m_inner)
-            m_inner->progressChanged(p);
-    }
     void llmCallRecorded(const core::Node& n, const core::LlmCallRecord& c) override
     {
-        if (m_inner)
-            m_inner->llmCallRecorded(n, c);
+        ForwardingObserver::llmCallRecorded(n, c);
         char buf[200];
         std::snprintf(buf, sizeof buf, "%lld tokens in, %lld out%s, %s%s, %s (first token %s), %d attempt%s",
             static_cast<long long>(c.tokensIn), static_cast<long long>(c.tokensOut),
@@ -198,7 +184,6 @@ private:
         std::fprintf(stderr, "%sllm  %s\n", m_tty ? "\r\033[K" : "", s.c_str());
     }
 
-    core::EngineObserver* m_inner = nullptr;
     bool m_logPrompts;
     bool m_logStream;
     bool m_tty;

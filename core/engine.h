@@ -101,6 +101,50 @@ public:
     virtual void llmCallRecorded(const Node&, const LlmCallRecord&) {}
 };
 
+/// Passes every event on to `inner` (may be null). Observers that add to the events derive from
+/// it and call the base, so that an event added later still reaches the inner observer.
+class ForwardingObserver : public EngineObserver {
+public:
+    explicit ForwardingObserver(EngineObserver* inner = nullptr)
+        : m_inner(inner)
+    {
+    }
+    void setInner(EngineObserver* inner) { m_inner = inner; }
+    void nodeAdded(const Node& n) override
+    {
+        if (m_inner)
+            m_inner->nodeAdded(n);
+    }
+    void nodeEvaluated(const Node& n, const protocol::EvalSummary& s) override
+    {
+        if (m_inner)
+            m_inner->nodeEvaluated(n, s);
+    }
+    void nodeResult(const Node& n, const nlohmann::json& result) override
+    {
+        if (m_inner)
+            m_inner->nodeResult(n, result);
+    }
+    void steeringApplied(const SteeringRecord& r) override
+    {
+        if (m_inner)
+            m_inner->steeringApplied(r);
+    }
+    void progressChanged(const Progress& p) override
+    {
+        if (m_inner)
+            m_inner->progressChanged(p);
+    }
+    void llmCallRecorded(const Node& n, const LlmCallRecord& c) override
+    {
+        if (m_inner)
+            m_inner->llmCallRecorded(n, c);
+    }
+
+protected:
+    EngineObserver* m_inner;
+};
+
 /// The search loop (DESIGN.md §1): select, synthesize, evaluate through the executor,
 /// back-propagate, record, check termination. Owns the tree; runs on the caller's thread.
 ///

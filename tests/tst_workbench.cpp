@@ -22,7 +22,15 @@
 #include <QtTest>
 
 #include <filesystem>
+#include <fstream>
 #include <set>
+#include <sstream>
+
+#ifdef HONE_TEST_LLM_SERVER
+#include "tst_llm_server.h"
+using hone::testing::ScriptedLlmServer;
+using hone::testing::ScriptedReply;
+#endif
 
 using namespace hone;
 
@@ -207,6 +215,58 @@ private slots:
         for (const char* f : {"knobs.json", "build.sh", "evidence.json", "run_test.sh", "reference.cpp"})
             QVERIFY2(std::filesystem::exists(bundle / f), (bundle / f).c_str());
         QVERIFY(std::filesystem::exists(bundle / data.node(winner)->sourceName.toStdString()));
+    }
+
+    void llmSearchFromTheLauncher()
+    {
+#ifndef HONE_TEST_LLM_SERVER
+        QSKIP("cpp-httplib is not installed (apt install libcpp-httplib-dev): no scripted LLM server");
+#else
+        // A model behind an OpenAI-compatible endpoint (the scripted server speaks the real
+        // protocol): picked in the launcher, it writes a child whose prompt and reply the
+        // inspector shows.
+        ScriptedLlmServer server;
+        server.requireKey("wb-test-key");
+        std::ifstream in(std::filesystem::path(HONE_TEST_DATA) / "llm" / "softmax_fast.cpp");
+        std::stringstream kernel;
+        kernel << in.rdbuf();
+        ScriptedReply reply;
+        reply.text = ScriptedLlmServer::fenced(kernel.str());
+        server.push(reply);
+        qputenv("HONE_WB_KEY", "wb-test-key");
+
+        app::WorkbenchConfig config;
+        config.runner.store = m_dir.filePath("llm.db").toStdString();
+        config.runner.workerPath = qEnvironmentVariable("HONE_WORKER").toStdString();
+        config.restoreLayout = false;
+        app::MainWindow w(config);
+        w.show();
+        w.launcher()->setProblemDir(problemDir());
+        w.launcher()->setBudget(3); // the two seeds and one proposal
+        w.launcher()->setWorkers(1);
+        // A key variable that is not set is refused with the reason, before anything starts.
+        w.launcher()->setLlm("openai", QString::fromStdString(server.url()), "scripted-coder", "HONE_WB_NO_SUCH_KEY");
+        QVERIFY(!w.startSearch());
+        QVERIFY(!w.runner()->running());
+        w.launcher()->setLlm("openai", QString::fromStdString(server.url()), "scripted-coder", "HONE_WB_KEY");
+        QVERIFY(w.startSearch());
+        QVERIFY2(w.runner()->wait(600000), "the LLM search did not end");
+        auto& data = *w.sessionData();
+        const views::NodeInfo* written = nullptr;
+        for (const auto& n : data.nodes())
+            if (n.hasLlmCall)
+                written = &n;
+        QVERIFY2(written, "no node was written by the model");
+        QVERIFY(written->evaluated());
+        core::Store store(config.runner.store);
+        const auto calls = store.llmCalls(data.sessionId());
+        QCOMPARE(calls.size(), size_t(1));
+        QCOMPARE(calls[0].nodeId, written->id);
+        QCOMPARE(calls[0].model, std::string("scripted-coder"));
+        // The key went to the server and nowhere into the store.
+        QCOMPARE(server.requests().size(), size_t(1));
+        QVERIFY(calls[0].prompt.dump().find("wb-test-key") == std::string::npos);
+#endif
     }
 
     void layoutIsSavedAndRestored()

@@ -1,6 +1,8 @@
 #include "app/workbench/engine_runner.h"
 
 #include "app/cli_common.h"
+#include "app/kb_source.h"
+#include "app/llm_cli.h"
 #include "backends/local_executor.h"
 #include "core/problem_spec.h"
 #include "core/store.h"
@@ -256,6 +258,17 @@ void EngineRunner::launch(std::function<core::Report(core::Engine&, core::Engine
                 }
             }
             Observer observer(*this, engine, std::move(known));
+            core::EngineObserver* events = &observer;
+            // The LLM synthesizer, as `hone run --synth llm` builds it (the key from its
+            // environment variable), with the knowledge base feeding its prompts.
+            std::unique_ptr<KbKnowledgeSource> knowledgeSource;
+            if (kb && options.synth == "llm")
+                knowledgeSource = std::make_unique<KbKnowledgeSource>(*kb);
+            auto llmRun = attachLlm(engine, options, LlmCliOptions {}, knowledgeSource.get());
+            if (llmRun)
+                events = llmRun->observer(events);
+            if (knowledgeSource)
+                events = knowledgeSource->observer(events);
             {
                 std::lock_guard lock(m_mutex);
                 m_engine = &engine;
@@ -263,7 +276,7 @@ void EngineRunner::launch(std::function<core::Report(core::Engine&, core::Engine
                     engine.steer(std::move(c));
                 m_early.clear();
             }
-            core::Report report = body(engine, &observer);
+            core::Report report = body(engine, events);
             {
                 std::lock_guard lock(m_mutex);
                 m_engine = nullptr;

@@ -1,5 +1,7 @@
 #include "app/workbench/launcher.h"
 
+#include "app/llm_cli.h"
+
 #include <QComboBox>
 #include <QDir>
 #include <QDoubleSpinBox>
@@ -41,10 +43,29 @@ Launcher::Launcher(QWidget* parent)
     m_target->setToolTip(tr("auto: the kind of the problem's baseline seed"));
     form->addRow(tr("Target"), m_target);
     m_synth = new QComboBox(this);
-    m_synth->addItem("knob");
-    m_synth->setToolTip(tr("knob: offline knob and variant search over the seeds. The LLM synthesizer runs from "
-                           "`hone run --synth llm`; its sessions open here like any other."));
+    m_synth->addItems({"knob", "llm"});
+    m_synth->setToolTip(tr("knob: offline knob and variant search over the seeds; llm: a model behind an "
+                           "OpenAI-compatible or Anthropic endpoint proposes children (docs/LLM.md)"));
     form->addRow(tr("Synthesizer"), m_synth);
+    m_llmBox = new QWidget(this);
+    auto* llmForm = new QFormLayout(m_llmBox);
+    llmForm->setContentsMargins(16, 0, 0, 0);
+    m_provider = new QComboBox(m_llmBox);
+    m_provider->addItems({"openai", "anthropic"});
+    m_llmUrl = new QLineEdit(m_llmBox);
+    m_llmUrl->setPlaceholderText(tr("default: the provider's endpoint, e.g. http://127.0.0.1:8000/v1 for a local server"));
+    m_llmModel = new QLineEdit(m_llmBox);
+    m_llmModel->setPlaceholderText(tr("the model as the provider names it (required)"));
+    m_llmKeyEnv = new QLineEdit(m_llmBox);
+    m_llmKeyEnv->setPlaceholderText(tr("environment variable holding the key (default OPENAI_API_KEY / ANTHROPIC_API_KEY)"));
+    llmForm->addRow(tr("Provider"), m_provider);
+    llmForm->addRow(tr("Endpoint"), m_llmUrl);
+    llmForm->addRow(tr("Model"), m_llmModel);
+    llmForm->addRow(tr("Key variable"), m_llmKeyEnv);
+    form->addRow(m_llmBox);
+    m_llmBox->setVisible(false);
+    connect(m_synth, &QComboBox::currentTextChanged, this,
+        [this](const QString& synth) { m_llmBox->setVisible(synth == "llm"); });
     m_policy = new QComboBox(this);
     m_policy->addItems({"uct", "evolutionary", "greedy", "random"});
     form->addRow(tr("Policy"), m_policy);
@@ -159,10 +180,31 @@ core::RunOptions Launcher::options() const
     o.seed = static_cast<uint64_t>(m_seed->value());
     o.stall = m_stall->value();
     o.timeLimitSeconds = m_timeLimit->value();
+    if (o.synth == "llm") {
+        LlmCliOptions llm;
+        llm.provider = m_provider->currentText().toStdString();
+        llm.url = m_llmUrl->text().trimmed().toStdString();
+        llm.model = m_llmModel->text().trimmed().toStdString();
+        llm.keyEnv = m_llmKeyEnv->text().trimmed().toStdString();
+        try {
+            applyLlmOptions(llm, o);
+        } catch (const std::exception& e) {
+            throw std::runtime_error(std::string("LLM: ") + e.what());
+        }
+    }
     return o;
 }
 
 void Launcher::setProblemDir(const QString& dir) { m_problem->setText(dir); }
+
+void Launcher::setLlm(const QString& provider, const QString& url, const QString& model, const QString& keyEnv)
+{
+    m_synth->setCurrentText("llm");
+    m_provider->setCurrentText(provider);
+    m_llmUrl->setText(url);
+    m_llmModel->setText(model);
+    m_llmKeyEnv->setText(keyEnv);
+}
 void Launcher::setBudget(int budget) { m_budget->setValue(budget); }
 void Launcher::setWorkers(int workers) { m_workers->setValue(workers); }
 

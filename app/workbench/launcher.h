@@ -21,8 +21,12 @@ class Launcher : public QWidget {
 public:
     explicit Launcher(QWidget* parent = nullptr);
 
-    /// The run the form describes; throws std::runtime_error naming the field when it is invalid.
+    /// The run the form describes; throws std::runtime_error naming the field when it is invalid
+    /// (for the LLM synthesizer: provider, URL, model and the key's environment variable are
+    /// checked as `hone run --synth llm` checks them; the key itself is never stored).
     core::RunOptions options() const;
+    /// LLM settings (the synthesizer switches to "llm").
+    void setLlm(const QString& provider, const QString& url, const QString& model, const QString& keyEnv);
     void setProblemDir(const QString& dir);
     void setBudget(int budget);
     void setWorkers(int workers);
@@ -48,6 +52,11 @@ private:
     QLineEdit* m_problem;
     QComboBox* m_target;
     QComboBox* m_synth;
+    QWidget* m_llmBox;
+    QComboBox* m_provider;
+    QLineEdit* m_llmUrl;
+    QLineEdit* m_llmModel;
+    QLineEdit* m_llmKeyEnv;
     QComboBox* m_policy;
     QComboBox* m_memoryOp;
     QSpinBox* m_budget;
