@@ -247,19 +247,26 @@ QString ReviewPanel::requireReviewer()
     return name;
 }
 
-bool ReviewPanel::approve()
+const NodeInfo* ReviewPanel::decisionTarget(QString& reviewer)
 {
     const NodeInfo* n = m_data ? m_data->node(m_node) : nullptr;
     if (!n || n->sourceHash.isEmpty()) {
         showMessage(tr("Pick a candidate node to review first."), true);
-        return false;
+        return nullptr;
     }
     if (!m_store) {
         showMessage(tr("No writable store: open the session's store to record reviews."), true);
-        return false;
+        return nullptr;
     }
-    const QString reviewer = requireReviewer();
-    if (reviewer.isEmpty())
+    reviewer = requireReviewer();
+    return reviewer.isEmpty() ? nullptr : n;
+}
+
+bool ReviewPanel::approve()
+{
+    QString reviewer;
+    const NodeInfo* n = decisionTarget(reviewer);
+    if (!n)
         return false;
     if (n->status == NodeInfo::Status::Pending) {
         showMessage(tr("Node %1 has not been evaluated yet: wait for its result before approving it.").arg(n->id), true);
@@ -307,17 +314,9 @@ bool ReviewPanel::approve()
 
 bool ReviewPanel::reject()
 {
-    const NodeInfo* n = m_data ? m_data->node(m_node) : nullptr;
-    if (!n || n->sourceHash.isEmpty()) {
-        showMessage(tr("Pick a candidate node to review first."), true);
-        return false;
-    }
-    if (!m_store) {
-        showMessage(tr("No writable store: open the session's store to record reviews."), true);
-        return false;
-    }
-    const QString reviewer = requireReviewer();
-    if (reviewer.isEmpty())
+    QString reviewer;
+    const NodeInfo* n = decisionTarget(reviewer);
+    if (!n)
         return false;
     const QString note = m_note->toPlainText().trimmed();
     const qint64 id = n->id;

@@ -73,6 +73,9 @@ private:
     void showMessage(const QString& text, bool error);
     /// The reviewer's name, or empty after showing why not.
     QString requireReviewer();
+    /// The node a decision applies to, with the reviewer's name; null (the reason shown) when
+    /// there is no candidate, no writable store or no name.
+    const NodeInfo* decisionTarget(QString& reviewer);
 
     SessionData* m_data;
     Selection* m_selection;
