@@ -271,6 +271,9 @@ int runBench(const BenchOptions& o, const std::string& storePath, const Executor
         ro.budget = o.budget;
         ro.workers = o.workers;
         ro.seed = o.seed;
+        // Each row measures this run's search from the problem's seeds: a warm start from an
+        // earlier bench in the same store would make rows incomparable between runs.
+        ro.warmStart = false;
         core::Report r;
         try {
             r = engine.run(ro, nullptr);

@@ -229,10 +229,6 @@ void addLlmRunOptions(CLI::App& run, core::RunOptions& o, LlmCliOptions& llm)
     run.add_option("--max-tokens", llm.maxTokens, "token limit per reply")->check(CLI::Range(256, 1000000));
     run.add_option("--temperature", llm.temperature, "sampling temperature (default: the provider's)")
         ->check(CLI::Range(0.0, 2.0));
-    run.add_option("--memory", o.memoryOp,
-           "what prompts show: inherit (ancestors), compare (siblings), combine, "
-           "restart (nothing)")
-        ->check(CLI::IsMember({ "inherit", "compare", "combine", "restart" }));
     run.add_option("--hint", o.hints, "a hint shown in every prompt (repeatable)");
     run.add_option(
            "--llm-budget-usd", o.llmBudgetUsd, "stop once the model calls cost this much (0: no limit)")

@@ -4,6 +4,7 @@
 #include "core/sha256.h"
 #include "core/store.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <deque>
@@ -72,8 +73,9 @@ nlohmann::json RunOptions::toJson() const
         {"use_cache", useCache},
         {"uct", {{"c", uct.exploration}, {"widen_k", uct.widenK}, {"widen_alpha", uct.widenAlpha},
                     {"max_weight", uct.maxWeight}}},
-        {"synth", synth}, {"memory_op", memoryOp}, {"repair", repair}, {"llm_budget_usd", llmBudgetUsd},
-        {"llm_token_budget", llmTokenBudget}, {"hints", hints}, {"llm", llm}};
+        {"synth", synth}, {"memory_op", memoryOp}, {"restart_after", restartAfter}, {"knob_operators", knobOperators},
+        {"warm_start", warmStart}, {"warm_start_count", warmStartCount}, {"repair", repair},
+        {"llm_budget_usd", llmBudgetUsd}, {"llm_token_budget", llmTokenBudget}, {"hints", hints}, {"llm", llm}};
 }
 
 RunOptions RunOptions::fromJson(const nlohmann::json& j)
@@ -101,7 +103,12 @@ RunOptions RunOptions::fromJson(const nlohmann::json& j)
         o.uct.maxWeight = u->value("max_weight", o.uct.maxWeight);
     }
     o.synth = j.value("synth", o.synth);
-    o.memoryOp = j.value("memory_op", o.memoryOp);
+    // Sessions stored before a field existed keep the behaviour they had then.
+    o.memoryOp = j.value("memory_op", std::string("inherit"));
+    o.restartAfter = j.value("restart_after", o.restartAfter);
+    o.knobOperators = j.value("knob_operators", false);
+    o.warmStart = j.value("warm_start", false);
+    o.warmStartCount = j.value("warm_start_count", o.warmStartCount);
     o.repair = j.value("repair", o.repair);
     o.llmBudgetUsd = j.value("llm_budget_usd", o.llmBudgetUsd);
     o.llmTokenBudget = j.value("llm_token_budget", o.llmTokenBudget);
@@ -143,11 +150,13 @@ void Engine::setup(const RunOptions& options)
     ProblemSpec spec = loadProblem(m_options.problemDir);
     m_problemHash = spec.contentHash;
     m_problemJson = resolveProblem(spec);
-    auto memoryOp = memoryOperatorFromName(m_options.memoryOp);
-    if (!memoryOp)
-        throw std::runtime_error("unknown memory operator '" + m_options.memoryOp
-            + "'; expected inherit, compare, combine or restart");
-    m_memoryOp = *memoryOp;
+    try {
+        m_memory = MemoryPolicy(m_options.memoryOp, m_options.restartAfter);
+    } catch (const std::invalid_argument& e) {
+        throw std::runtime_error(e.what());
+    }
+    m_warmStart.clear();
+    m_warmStartNotes.clear();
     if (m_options.synth != "knob" && !m_external)
         throw std::runtime_error("--synth " + m_options.synth
             + " needs a synthesizer that this front end did not provide; use --synth knob");
@@ -271,6 +280,8 @@ Report Engine::run(const RunOptions& options, EngineObserver* observer)
         if (observer)
             observer->nodeAdded(m_tree.node(id));
     }
+    if (m_options.warmStart)
+        addWarmStart(spec, observer);
     return loop(observer);
 }
 
@@ -320,6 +331,14 @@ Report Engine::resume(int64_t sessionId, EngineObserver* observer, int extraBudg
         if (id != r.id)
             throw std::runtime_error("session " + std::to_string(sessionId) + " has a gap in its node ids at "
                 + std::to_string(r.id) + "; the store is damaged");
+        if (r.origin == "warm") {
+            WarmStartNode w {id, r.fromSession, r.fromNode, {}, true, 0};
+            if (auto from = m_store.session(r.fromSession)) {
+                w.problemName = from->problemName;
+                w.sameProblem = from->problemHash == rec->problemHash || from->problemName == rec->problemName;
+            }
+            m_warmStart.push_back(std::move(w));
+        }
     }
     std::vector<const NodeRecord*> bySeq;
     for (const NodeRecord& r : nodes)
@@ -336,6 +355,15 @@ Report Engine::resume(int64_t sessionId, EngineObserver* observer, int extraBudg
         m_tree.setResult(r->id, e.status == "ok", e.speedup, e.failureKind);
         ++m_alreadyEvaluated;
     }
+    // The memory policy's statistics: the stored nodes and results, told in proposal order, give
+    // the state the interrupted run had once all of them were applied.
+    for (const NodeRecord* r : bySeq)
+        registerProposal(r->id, r->seq);
+    for (const NodeRecord* r : bySeq)
+        if (auto it = evals.find(r->id); it != evals.end()) {
+            const Node& n = m_tree.node(r->id);
+            m_memory.applied(r->id, it->second.status == "ok", it->second.speedup, m_tree.node(n.parent).speedup);
+        }
     // The engineer's steering outlives the process: prunes and hints carry over, and so do
     // hints written while no search ran (a rejected review, say: logged as "queued").
     m_hints.clear();
@@ -392,7 +420,6 @@ Report Engine::loop(EngineObserver* observer)
     int64_t kNext = 0;
     int64_t kApply = 0;
     std::string stopReason;
-    int sinceImprovement = 0;
     bool exhausted = false;
     const NodeId baselineNode = 1;
 
@@ -467,11 +494,13 @@ Report Engine::loop(EngineObserver* observer)
             // policy draws from its own, so a policy that draws nothing (uct) leaves the
             // synthesizer's choices as they were.
             std::mt19937_64 pick(selectionSeed(m_options.seed, m_nextSeq));
-            auto sel = selectNext(pick);
+            bool boosted = false;
+            auto sel = selectForExpansion(pick, boosted);
             if (!sel)
                 return std::nullopt;
             std::mt19937_64 rng(m_options.seed * 0x9E3779B97F4A7C15ull + static_cast<uint64_t>(m_nextSeq));
-            auto p = m_synth.propose(m_tree, *sel, rng);
+            auto p = m_options.knobOperators ? m_synth.propose(m_tree, *sel, rng, chooseOperator(boosted))
+                                             : m_synth.propose(m_tree, *sel, rng);
             if (!p) {
                 m_tree.markExhausted(*sel);
                 continue;
@@ -483,10 +512,11 @@ Report Engine::loop(EngineObserver* observer)
             n.knobs = p->knobs;
             n.flags = p->flags;
             n.origin = p->origin;
-            n.op = "inherit";
+            n.op = memoryOperatorName(p->op); // always inherit without knobOperators
             NodeId id = m_tree.add(n);
             NodeRecord rec {id, n.parent, m_nextSeq++, n.sourceHash, knobsToJson(n.knobs), n.flags, n.origin, n.op, {}};
             m_store.insertNode(m_session, rec);
+            registerProposal(id, rec.seq);
             if (observer)
                 observer->nodeAdded(m_tree.node(id));
             return id;
@@ -497,6 +527,7 @@ Report Engine::loop(EngineObserver* observer)
     auto apply = [&](Arrived& a) {
         m_tree.removeVirtualLoss(a.node);
         m_tree.setResult(a.node, a.summary.ok, a.summary.speedup, a.summary.failureKind);
+        m_memory.applied(a.node, a.summary.ok, a.summary.speedup, m_tree.node(m_tree.node(a.node).parent).speedup);
         noteOutcome(a.node, a.summary, a.result);
         summaries[a.node] = a.summary;
         results[a.node] = a.result;
@@ -505,12 +536,10 @@ Report Engine::loop(EngineObserver* observer)
             ++progress.cacheHits;
         if (!a.summary.ok)
             ++progress.failures;
-        double before = progress.bestSpeedup;
         if (a.summary.ok && a.summary.speedup > progress.bestSpeedup) {
             progress.bestSpeedup = a.summary.speedup;
             progress.bestNode = a.node;
         }
-        sinceImprovement = progress.bestSpeedup > before * 1.01 ? 0 : sinceImprovement + 1;
         if (observer) {
             observer->nodeEvaluated(m_tree.node(a.node), a.summary);
             observer->nodeResult(m_tree.node(a.node), a.result);
@@ -519,7 +548,8 @@ Report Engine::loop(EngineObserver* observer)
             stopReason = "baseline seed failed (" + a.summary.failureKind + "): " + a.summary.failureMessage;
         if (stopReason.empty() && m_options.targetSpeedup > 0 && progress.bestSpeedup >= m_options.targetSpeedup)
             stopReason = "target speedup " + std::to_string(m_options.targetSpeedup) + "x reached";
-        if (stopReason.empty() && m_options.stall > 0 && sinceImprovement >= m_options.stall)
+        // The memory policy counts the stall (rebuilt on resume): the same rule as before.
+        if (stopReason.empty() && m_options.stall > 0 && m_memory.sinceGain() >= m_options.stall)
             stopReason = "stalled: no 1% gain in " + std::to_string(m_options.stall) + " evaluations";
         emitProgress();
     };
@@ -659,6 +689,12 @@ Report Engine::loop(EngineObserver* observer)
     report.stopReason = stopReason;
     report.error = m_error;
     report.device = m_device;
+    report.memoryOp = m_memory.name();
+    for (MemoryOperator op : {MemoryOperator::Inherit, MemoryOperator::Compare, MemoryOperator::Combine,
+             MemoryOperator::Restart})
+        report.operators.emplace_back(memoryOperatorName(op), m_memory.arm(op));
+    report.warmStart = m_warmStart;
+    report.warmStartNotes = m_warmStartNotes;
     report.best = m_tree.best();
     if (auto bl = summaries.find(baselineNode); bl != summaries.end())
         report.baselineMedianNs = bl->second.medianNs;

@@ -3,11 +3,13 @@
 #include "core/executor.h"
 #include "core/problem_spec.h"
 #include "core/knob_synth.h"
+#include "core/memory_policy.h"
 #include "core/protocol.h"
 #include "core/search_tree.h"
 #include "core/selection_policy.h"
 #include "core/steering.h"
 #include "core/synthesizer.h"
+#include "core/warm_start.h"
 
 #include <atomic>
 #include <deque>
@@ -43,7 +45,19 @@ struct RunOptions {
     // Synthesis (docs/LLM.md). `knob` is the built-in knob synthesizer; anything else needs a
     // Synthesizer from Engine::setSynthesizer.
     std::string synth = "knob";     // knob | llm
-    std::string memoryOp = "inherit"; // inherit | compare | combine | restart
+    // Memory operators (docs/SEARCH.md): `auto` picks one per expansion (UCB1 over inherit,
+    // compare, combine; restart after `restartAfter` evaluations without a 1% gain, 0 = never).
+    // Sessions stored without the field were "inherit".
+    std::string memoryOp = "auto";  // auto | inherit | compare | combine | restart
+    int restartAfter = 12;
+    // The knob synthesizer honours the operator. Sessions stored before it did resume and replay
+    // with the old choices (mutation, or crossover with the best sibling a quarter of the time).
+    bool knobOperators = true;
+    // Warm start (docs/SEARCH.md): the best `warmStartCount` kernels of earlier sessions of this
+    // problem, then of its family, on the same target kind, join the seeds. Stored sessions
+    // without the field had none.
+    bool warmStart = true;
+    int warmStartCount = 3;
     int repair = 2;                 // fix attempts per failed LLM candidate
     double llmBudgetUsd = 0;        // 0 = no limit
     int64_t llmTokenBudget = 0;     // 0 = no limit
@@ -84,6 +98,10 @@ struct Report {
     double fracCompute = 0;
     std::string device;
     std::string error;              // why the session failed (unreachable model, refused key), else empty
+    std::string memoryOp;           // the session's setting (auto | inherit | ...)
+    std::vector<std::pair<std::string, MemoryPolicy::Arm>> operators; // per operator, this session's nodes
+    std::vector<WarmStartNode> warmStart; // the session's warm-start nodes
+    std::vector<std::string> warmStartNotes; // kernels skipped when the session started
 };
 
 /// Receives engine events on the engine's thread. Keep handlers short.
@@ -205,6 +223,14 @@ private:
         NodeId& child);
     /// A boosted node if one is still open, else the policy's choice.
     std::optional<NodeId> selectNext(std::mt19937_64& pick);
+    /// selectNext, saying whether the node came from a boost.
+    std::optional<NodeId> selectForExpansion(std::mt19937_64& pick, bool& boosted);
+    /// The memory operator for the next proposal (a boosted node is expanded itself: no restart).
+    MemoryOperator chooseOperator(bool boosted) const;
+    /// Tells the memory policy about a node added at `seq`, when its operator was the policy's.
+    void registerProposal(NodeId id, int64_t seq);
+    /// Adds the warm-start nodes of a new session (after the seeds) and queues them.
+    void addWarmStart(const ProblemSpec& spec, EngineObserver* observer);
 
     // The external synthesizer path (engine_synth.cpp).
     void beginExternal();
@@ -245,7 +271,9 @@ private:
 
     int m_sourcesWithPrior = 0;
     std::shared_ptr<const ProblemSpec> m_spec;
-    MemoryOperator m_memoryOp = MemoryOperator::Inherit;
+    MemoryPolicy m_memory;
+    std::vector<WarmStartNode> m_warmStart;
+    std::vector<std::string> m_warmStartNotes;
     std::map<NodeId, std::pair<protocol::EvalSummary, nlohmann::json>> m_outcomes; // applied results
     std::map<NodeId, std::pair<std::string, std::string>> m_rejected; // node -> (failure kind, reason)
     std::map<NodeId, std::string> m_replies;    // rejected replies, for repair prompts

@@ -68,10 +68,11 @@ std::optional<NodeId> Engine::proposeExternal(EngineObserver* observer, std::str
         }
         for (int tries = 0; tries < 1000; ++tries) {
             std::mt19937_64 pick(selectionSeed(m_options.seed, m_nextSeq));
-            auto sel = selectNext(pick);
+            bool boosted = false;
+            auto sel = selectForExpansion(pick, boosted);
             if (!sel)
                 return std::nullopt;
-            auto p = m_external->propose(synthRequest(*sel, m_memoryOp));
+            auto p = m_external->propose(synthRequest(*sel, chooseOperator(boosted)));
             if (!p) {
                 m_tree.markExhausted(*sel);
                 continue;
@@ -120,6 +121,7 @@ NodeId Engine::addProposal(SynthProposal p, EngineObserver* observer)
     NodeRecord rec { id, n.parent, m_nextSeq++, n.sourceHash, knobJson(n.knobs), n.flags, n.origin, n.op,
         {} };
     m_store.insertNode(m_session, rec);
+    registerProposal(id, rec.seq);
     if (!p.rejectKind.empty()) {
         m_rejected[id] = { p.rejectKind, p.rejectReason };
         if (!p.calls.empty())

@@ -48,6 +48,38 @@ std::optional<std::string> drawFromPrior(
 
 } // namespace
 
+void KnobSynthesizer::moveKnob(
+    const KnobDecl& k, KnobValues& child, const KnobPrior* pr, std::mt19937_64& rng) const
+{
+    auto cur = std::find(k.values.begin(), k.values.end(), child[k.name]);
+    size_t idx = cur == k.values.end() ? 0 : static_cast<size_t>(cur - k.values.begin());
+    // Only a source with a prior draws the extra numbers, so the choices made without
+    // one stay exactly what they were.
+    if (pr) {
+        auto w = pr->find(k.name);
+        if (w != pr->end() && unit(rng) < m_params.priorRate) {
+            if (auto v = drawFromPrior(k, idx, w->second, rng)) {
+                child[k.name] = *v;
+                return;
+            }
+        }
+    }
+    size_t next;
+    if (unit(rng) < m_params.neighbourRate) {
+        bool up = (rng() & 1) != 0;
+        if (idx == 0)
+            up = true;
+        if (idx + 1 == k.values.size())
+            up = false;
+        next = up ? idx + 1 : idx - 1;
+    } else {
+        next = below(rng, k.values.size() - 1);
+        if (next >= idx)
+            ++next;
+    }
+    child[k.name] = k.values[next];
+}
+
 void KnobSynthesizer::addSource(const std::string& sourceHash, KnobSpace space)
 {
     m_spaces[sourceHash] = std::move(space);
@@ -94,6 +126,111 @@ std::optional<Proposal> KnobSynthesizer::propose(const SearchTree& tree, NodeId 
             return p;
     }
     return mutate(tree, parent, *sp, rng);
+}
+
+std::optional<Proposal> KnobSynthesizer::propose(
+    const SearchTree& tree, NodeId parentId, std::mt19937_64& rng, MemoryOperator op) const
+{
+    if (op == MemoryOperator::Restart) {
+        if (auto p = restart(tree, rng))
+            return p;
+        op = MemoryOperator::Inherit; // nowhere to restart from: an ordinary child
+    }
+    const Node& parent = tree.node(parentId);
+    const KnobSpace* sp = space(parent.sourceHash);
+    if (!sp || sp->empty())
+        return std::nullopt;
+    std::optional<Proposal> p;
+    if (const KnobPrior* pr = prior(parent.sourceHash); pr && parent.origin == "seed")
+        p = towardsPrior(tree, parent, *sp, *pr);
+    if (!p && (op == MemoryOperator::Compare || op == MemoryOperator::Combine))
+        p = towardsSibling(tree, parent, *sp, rng, op == MemoryOperator::Combine);
+    if (!p)
+        p = mutate(tree, parent, *sp, rng);
+    if (p)
+        p->op = op;
+    return p;
+}
+
+std::optional<Proposal> KnobSynthesizer::towardsSibling(const SearchTree& tree, const Node& parent,
+    const KnobSpace& sp, std::mt19937_64& rng, bool thenMutate) const
+{
+    if (parent.parent < 0)
+        return std::nullopt;
+    // The three fastest evaluated siblings of the same source (lowest id on ties).
+    std::vector<const Node*> mates;
+    for (NodeId s : tree.node(parent.parent).children) {
+        const Node& sib = tree.node(s);
+        if (sib.id != parent.id && sib.state == NodeState::Ok && sib.sourceHash == parent.sourceHash && !sib.pruned)
+            mates.push_back(&sib);
+    }
+    std::stable_sort(mates.begin(), mates.end(), [](const Node* a, const Node* b) { return a->speedup > b->speedup; });
+    if (mates.size() > 3)
+        mates.resize(3);
+    if (mates.empty())
+        return std::nullopt;
+    const KnobPrior* pr = prior(parent.sourceHash);
+    for (int attempt = 0; attempt < m_params.attempts / 4; ++attempt) {
+        const Node& mate = *mates[static_cast<size_t>(attempt) % mates.size()];
+        std::vector<const KnobDecl*> differ;
+        for (const auto& k : sp.knobs) {
+            auto a = parent.knobs.find(k.name);
+            auto b = mate.knobs.find(k.name);
+            if (b != mate.knobs.end() && (a == parent.knobs.end() || a->second != b->second))
+                differ.push_back(&k);
+        }
+        if (differ.empty())
+            continue;
+        // Each differing knob takes the sibling's value with even odds; at least one does.
+        KnobValues child = parent.knobs;
+        bool moved = false;
+        for (const KnobDecl* k : differ)
+            if ((rng() & 1) != 0) {
+                child[k->name] = mate.knobs.at(k->name);
+                moved = true;
+            }
+        if (!moved) {
+            const KnobDecl* k = differ[below(rng, differ.size())];
+            child[k->name] = mate.knobs.at(k->name);
+        }
+        if (thenMutate) {
+            const KnobDecl& k = sp.knobs[below(rng, sp.knobs.size())];
+            if (k.values.size() >= 2)
+                moveKnob(k, child, pr, rng);
+        }
+        if (!sp.admits(child) || tree.contains(SearchTree::candidateKey(parent.sourceHash, child, parent.flags)))
+            continue;
+        return Proposal { parent.id, parent.sourceHash, std::move(child), parent.flags, "crossover" };
+    }
+    return std::nullopt;
+}
+
+std::optional<Proposal> KnobSynthesizer::restart(const SearchTree& tree, std::mt19937_64& rng) const
+{
+    // Anchors: the successful top-level nodes (seeds, warm starts) with knobs to draw.
+    std::vector<const Node*> anchors;
+    for (NodeId c : tree.node(0).children) {
+        const Node& n = tree.node(c);
+        const KnobSpace* sp = space(n.sourceHash);
+        if (n.state == NodeState::Ok && !n.pruned && sp && !sp->empty())
+            anchors.push_back(&n);
+    }
+    if (anchors.empty())
+        return std::nullopt;
+    const size_t start = below(rng, anchors.size());
+    for (size_t i = 0; i < anchors.size(); ++i) {
+        const Node& a = *anchors[(start + i) % anchors.size()];
+        const KnobSpace& sp = *space(a.sourceHash);
+        for (int attempt = 0; attempt < m_params.attempts; ++attempt) {
+            KnobValues child;
+            for (const auto& k : sp.knobs)
+                child[k.name] = k.values[below(rng, k.values.size())];
+            if (!sp.admits(child) || tree.contains(SearchTree::candidateKey(a.sourceHash, child, a.flags)))
+                continue;
+            return Proposal { a.id, a.sourceHash, std::move(child), a.flags, "restart", MemoryOperator::Restart };
+        }
+    }
+    return std::nullopt;
 }
 
 std::optional<Proposal> KnobSynthesizer::towardsPrior(
@@ -156,33 +293,7 @@ std::optional<Proposal> KnobSynthesizer::mutate(const SearchTree& tree, const No
             const KnobDecl& k = sp.knobs[below(rng, sp.knobs.size())];
             if (k.values.size() < 2)
                 continue;
-            auto cur = std::find(k.values.begin(), k.values.end(), child[k.name]);
-            size_t idx = cur == k.values.end() ? 0 : static_cast<size_t>(cur - k.values.begin());
-            // Only a source with a prior draws the extra numbers, so the choices made without
-            // one stay exactly what they were.
-            if (pr) {
-                auto w = pr->find(k.name);
-                if (w != pr->end() && unit(rng) < m_params.priorRate) {
-                    if (auto v = drawFromPrior(k, idx, w->second, rng)) {
-                        child[k.name] = *v;
-                        continue;
-                    }
-                }
-            }
-            size_t next;
-            if (unit(rng) < m_params.neighbourRate) {
-                bool up = (rng() & 1) != 0;
-                if (idx == 0)
-                    up = true;
-                if (idx + 1 == k.values.size())
-                    up = false;
-                next = up ? idx + 1 : idx - 1;
-            } else {
-                next = below(rng, k.values.size() - 1);
-                if (next >= idx)
-                    ++next;
-            }
-            child[k.name] = k.values[next];
+            moveKnob(k, child, pr, rng);
         }
         if (!sp.admits(child))
             continue;

@@ -1,6 +1,7 @@
 #pragma once
 
 #include "core/knobs.h"
+#include "core/memory_policy.h"
 #include "core/search_tree.h"
 
 #include <map>
@@ -16,7 +17,8 @@ struct Proposal {
     std::string sourceHash;
     KnobValues knobs;
     std::string flags;
-    std::string origin;   // mutation | crossover | prior
+    std::string origin;   // mutation | crossover | prior | restart
+    MemoryOperator op = MemoryOperator::Inherit; // the operator that built it (a failed restart: inherit)
 };
 
 /// Weights over knob values learnt from earlier sessions (skills): knob -> value -> weight.
@@ -32,7 +34,7 @@ struct KnobSynthParams {
 
 /// Offline synthesizer: mutates a node's knob assignment, or crosses it with its best
 /// sibling, always within the source's `require` constraints and never repeating a
-/// candidate already in the tree.
+/// candidate already in the tree. The memory operator says which (docs/SEARCH.md).
 class KnobSynthesizer {
 public:
     explicit KnobSynthesizer(KnobSynthParams params = {})
@@ -51,14 +53,35 @@ public:
     void setPrior(const std::string& sourceHash, KnobPrior prior);
     const KnobPrior* prior(const std::string& sourceHash) const;
 
-    /// nullopt when no new admissible child of `parent` was found.
+    /// nullopt when no new admissible child of `parent` was found. Mutation, or crossover with
+    /// the best sibling `crossoverRate` of the time: the choices made before memory operators
+    /// (sessions stored without `knob_operators` resume and replay with it).
     std::optional<Proposal> propose(const SearchTree& tree, NodeId parent, std::mt19937_64& rng) const;
+
+    /// A child built the way `op` says:
+    /// - inherit: a mutation of the node's own assignment (neighbour or random values);
+    /// - compare: the node moved towards one of its three best evaluated siblings of the same
+    ///   source (some of the knobs where they differ take the sibling's value);
+    /// - combine: such a move followed by one mutation step;
+    /// - restart: a fresh random admissible assignment of a top-level node's source (a seed or
+    ///   warm-start node, chosen at random among the successful ones), as a child of that node;
+    ///   `parent` is then ignored unless no restart is possible, when an inherit child of
+    ///   `parent` is proposed instead (its `op` says inherit).
+    /// Compare and combine fall back to a mutation when no sibling helps (origin "mutation").
+    /// A seed with a prior first gets the prior's favourite assignment, as with propose().
+    std::optional<Proposal> propose(
+        const SearchTree& tree, NodeId parent, std::mt19937_64& rng, MemoryOperator op) const;
 
 private:
     std::optional<Proposal> mutate(const SearchTree& tree, const Node& parent, const KnobSpace& space,
         std::mt19937_64& rng) const;
     std::optional<Proposal> crossover(const SearchTree& tree, const Node& parent, const KnobSpace& space,
         std::mt19937_64& rng) const;
+    std::optional<Proposal> towardsSibling(const SearchTree& tree, const Node& parent, const KnobSpace& space,
+        std::mt19937_64& rng, bool thenMutate) const;
+    std::optional<Proposal> restart(const SearchTree& tree, std::mt19937_64& rng) const;
+    /// Moves knob `k` of `child` to a neighbour or random value (or the prior's draw).
+    void moveKnob(const KnobDecl& k, KnobValues& child, const KnobPrior* prior, std::mt19937_64& rng) const;
     std::optional<Proposal> towardsPrior(
         const SearchTree& tree, const Node& parent, const KnobSpace& space, const KnobPrior& prior) const;
 

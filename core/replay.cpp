@@ -1,6 +1,8 @@
 #include "core/replay.h"
 
+#include "core/engine.h"
 #include "core/knob_synth.h"
+#include "core/memory_policy.h"
 #include "core/selection_policy.h"
 #include "core/store.h"
 
@@ -66,10 +68,16 @@ ReplayTable ReplayTable::fromStore(const Store& store, const std::vector<int64_t
             table.addSource(n.sourceHash, parseKnobSpace(src->text, src->name));
             table.m_names[n.sourceHash] = src->name;
         }
-        if (table.m_seeds.empty())
+        if (table.m_seeds.empty()) {
             for (const NodeRecord& n : nodes)
-                if (n.origin == "seed")
-                    table.addSeed({n.sourceHash, table.m_names[n.sourceHash], knobsOf(n.knobs), n.flags});
+                if (n.origin == "seed" || n.origin == "warm")
+                    table.addSeed({n.sourceHash, table.m_names[n.sourceHash], knobsOf(n.knobs), n.flags, n.origin});
+            // Read as resume reads it: sessions stored before a field existed keep their defaults.
+            if (rec->config.is_object()) {
+                RunOptions ro = RunOptions::fromJson(rec->config);
+                table.m_recording = {ro.memoryOp, ro.restartAfter, ro.knobOperators};
+            }
+        }
         for (const EvaluationRecord& e : store.evaluations(sid)) {
             auto n = byId.find(e.nodeId);
             if (n == byId.end() || n->second->sourceHash.empty())
@@ -139,6 +147,10 @@ ReplayTable::Outcome ReplayTable::lookup(
 ReplayResult replaySearch(const ReplayTable& table, const ReplayOptions& options)
 {
     auto policy = makeSelectionPolicy(options.policy, options.uct);
+    const ReplayTable::Recording rec = options.memoryOp.empty()
+        ? table.recording()
+        : ReplayTable::Recording {options.memoryOp, options.restartAfter, true};
+    MemoryPolicy memory(rec.memoryOp, rec.restartAfter); // throws std::invalid_argument for a bad name
     KnobSynthesizer synth;
     for (const auto& [hash, space] : table.spaces())
         synth.addSource(hash, space);
@@ -151,6 +163,8 @@ ReplayResult replaySearch(const ReplayTable& table, const ReplayOptions& options
         bool exact = false;
         auto out = table.lookup(n.sourceHash, n.knobs, n.flags, &exact);
         r.tree.setResult(id, out.ok, out.speedup, out.failureKind);
+        memory.applied(id, out.ok, out.speedup, r.tree.node(n.parent).speedup);
+        r.operators.push_back(n.op);
         r.exactHits += exact ? 1 : 0;
         r.sequence.push_back(SearchTree::candidateKey(n.sourceHash, n.knobs, n.flags));
         double s = out.ok ? out.speedup : 0.0;
@@ -172,7 +186,7 @@ ReplayResult replaySearch(const ReplayTable& table, const ReplayOptions& options
         n.sourceName = s.sourceName;
         n.knobs = s.knobs;
         n.flags = s.flags;
-        n.origin = "seed";
+        n.origin = s.origin;
         n.op = "restart";
         if (r.tree.contains(SearchTree::candidateKey(n.sourceHash, n.knobs, n.flags)))
             continue;
@@ -187,7 +201,8 @@ ReplayResult replaySearch(const ReplayTable& table, const ReplayOptions& options
             if (!sel)
                 break;
             std::mt19937_64 rng(options.seed * 0x9E3779B97F4A7C15ull + static_cast<uint64_t>(seq));
-            p = synth.propose(r.tree, *sel, rng);
+            // As the engine does (no boosts here).
+            p = rec.knobOperators ? synth.propose(r.tree, *sel, rng, memory.choose(seq)) : synth.propose(r.tree, *sel, rng);
             if (!p)
                 r.tree.markExhausted(*sel);
         }
@@ -199,7 +214,10 @@ ReplayResult replaySearch(const ReplayTable& table, const ReplayOptions& options
         n.knobs = p->knobs;
         n.flags = p->flags;
         n.origin = p->origin;
-        evaluate(r.tree.add(n));
+        n.op = memoryOperatorName(p->op);
+        NodeId id = r.tree.add(n);
+        memory.proposed(id, p->op, seq);
+        evaluate(id);
         ++seq;
     }
     return r;

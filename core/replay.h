@@ -27,6 +27,13 @@ public:
         std::string sourceName;
         KnobValues knobs;
         std::string flags;
+        std::string origin = "seed"; // seed | warm (a warm-start node, docs/SEARCH.md)
+    };
+    /// How the first session chose memory operators (its RunOptions).
+    struct Recording {
+        std::string memoryOp = "inherit";
+        int restartAfter = 12;
+        bool knobOperators = false; // false: the knob synthesizer's choices before memory operators
     };
 
     /// Reads sessions of one problem from `store`. Throws when a session is missing, when the
@@ -34,8 +41,10 @@ public:
     static ReplayTable fromStore(const Store& store, const std::vector<int64_t>& sessions);
 
     void addSource(const std::string& sourceHash, KnobSpace space);
-    /// Seeds are evaluated first, in the order added (the baseline first).
+    /// Seeds (and warm-start nodes) are evaluated first, in the order added (the baseline first).
     void addSeed(SeedEntry seed);
+    void setRecording(Recording r) { m_recording = std::move(r); }
+    const Recording& recording() const { return m_recording; }
     /// A later record of the same candidate replaces an earlier one.
     void addResult(const std::string& sourceHash, const KnobValues& knobs, const std::string& flags, Outcome outcome);
 
@@ -60,6 +69,7 @@ private:
     };
     std::map<std::string, KnobSpace> m_spaces;
     std::vector<SeedEntry> m_seeds;
+    Recording m_recording;
     std::map<std::string, Entry> m_results; // SearchTree::candidateKey -> entry
     std::map<std::string, std::string> m_names; // source hash -> file name
 };
@@ -69,11 +79,16 @@ struct ReplayOptions {
     uint64_t seed = 1;
     int budget = 60;                // evaluations, seeds included
     UctParams uct;
+    /// auto | inherit | compare | combine | restart, with the knob synthesizer honouring it;
+    /// empty: as the table's first session was recorded (ReplayTable::recording()).
+    std::string memoryOp;
+    int restartAfter = 12;          // with memoryOp set
 };
 
 struct ReplayResult {
     std::vector<std::string> sequence;  // candidate keys in evaluation order
     std::vector<double> speedups;       // per evaluation; 0 for a failure
+    std::vector<std::string> operators; // per evaluation: the node's memory operator
     int exactHits = 0;                  // evaluations answered by a recorded candidate
     double best = 0;                    // best speedup reached
     double tableBest = 0;               // best in the table

@@ -209,7 +209,13 @@ CREATE TABLE approvals (
 );
 CREATE INDEX approvals_by_session ON approvals(session_id, id);
 )sql",
+    // 5: warm-start nodes record the session and node they were taken from.
+    R"sql(
+ALTER TABLE nodes ADD COLUMN from_session INTEGER NOT NULL DEFAULT -1;
+ALTER TABLE nodes ADD COLUMN from_node INTEGER NOT NULL DEFAULT -1;
+)sql",
 };
+static_assert(std::size(kMigrations) == Store::kSchemaVersion);
 
 SessionRecord readSession(const Stmt& s)
 {
@@ -417,7 +423,7 @@ std::vector<SessionRecord> Store::sessions() const
 void Store::insertNode(int64_t sessionId, const NodeRecord& n)
 {
     Stmt s(m_db, "INSERT INTO nodes(session_id, id, parent_id, seq, source_hash, knobs, flags, origin, operator, "
-                 "created_at) VALUES(?,?,?,?,?,?,?,?,?,?)");
+                 "created_at, from_session, from_node) VALUES(?,?,?,?,?,?,?,?,?,?,?,?)");
     s.bind(1, sessionId).bind(2, n.id).bind(3, n.parentId).bind(4, n.seq);
     if (n.sourceHash.empty())
         s.bindNull(5);
@@ -425,13 +431,14 @@ void Store::insertNode(int64_t sessionId, const NodeRecord& n)
         s.bind(5, n.sourceHash);
     s.bind(6, n.knobs.dump()).bind(7, n.flags).bind(8, n.origin).bind(9, n.op);
     s.bind(10, n.createdAt.empty() ? nowIso() : n.createdAt);
+    s.bind(11, n.fromSession).bind(12, n.fromNode);
     s.run();
 }
 
 std::vector<NodeRecord> Store::nodes(int64_t sessionId) const
 {
-    Stmt s(m_db, "SELECT id, parent_id, seq, source_hash, knobs, flags, origin, operator, created_at FROM nodes "
-                 "WHERE session_id = ? ORDER BY id");
+    Stmt s(m_db, "SELECT id, parent_id, seq, source_hash, knobs, flags, origin, operator, created_at, from_session, "
+                 "from_node FROM nodes WHERE session_id = ? ORDER BY id");
     s.bind(1, sessionId);
     std::vector<NodeRecord> out;
     while (s.step()) {
@@ -445,6 +452,8 @@ std::vector<NodeRecord> Store::nodes(int64_t sessionId) const
         n.origin = s.text(6);
         n.op = s.text(7);
         n.createdAt = s.text(8);
+        n.fromSession = s.integer(9);
+        n.fromNode = s.integer(10);
         out.push_back(std::move(n));
     }
     return out;
@@ -472,6 +481,41 @@ std::vector<EvaluationRecord> Store::evaluations(int64_t sessionId) const
     std::vector<EvaluationRecord> out;
     while (s.step())
         out.push_back(readEvaluation(s));
+    return out;
+}
+
+std::vector<PriorKernelRecord> Store::priorKernels(const std::string& target, const std::string& problemHash,
+    const std::string& problemName, const std::string& family, int64_t excludeSession, int limit) const
+{
+    // SQLite takes the bare columns of a MAX() aggregate from the row with the maximum, so each
+    // group gives its best evaluation. Ties go to the earliest session and node.
+    Stmt s(m_db, "SELECT e.session_id, e.node_id, p.name, p.content_hash, p.family, n.source_hash, n.knobs, n.flags, "
+                 "MAX(e.speedup), (p.content_hash = ?1 OR p.name = ?2) AS same "
+                 "FROM evaluations e "
+                 "JOIN sessions s ON s.id = e.session_id "
+                 "JOIN problems p ON p.id = s.problem_id "
+                 "JOIN nodes n ON n.session_id = e.session_id AND n.id = e.node_id "
+                 "WHERE e.status = 'ok' AND e.speedup > 0 AND s.target = ?3 AND s.id != ?4 "
+                 "AND n.source_hash IS NOT NULL AND (p.content_hash = ?1 OR p.name = ?2 OR p.family = ?5) "
+                 "GROUP BY same, n.source_hash, n.knobs, n.flags "
+                 "ORDER BY same DESC, MAX(e.speedup) DESC, e.session_id, e.node_id LIMIT ?6");
+    s.bind(1, problemHash).bind(2, problemName).bind(3, target).bind(4, excludeSession).bind(5, family);
+    s.bind(6, int64_t(limit));
+    std::vector<PriorKernelRecord> out;
+    while (s.step()) {
+        PriorKernelRecord r;
+        r.session = s.integer(0);
+        r.node = s.integer(1);
+        r.problemName = s.text(2);
+        r.problemHash = s.text(3);
+        r.family = s.text(4);
+        r.sourceHash = s.text(5);
+        r.knobs = s.json(6);
+        r.flags = s.text(7);
+        r.speedup = s.real(8);
+        r.sameProblem = s.integer(9) != 0;
+        out.push_back(std::move(r));
+    }
     return out;
 }
 

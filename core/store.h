@@ -44,9 +44,11 @@ struct NodeRecord {
     std::string sourceHash;     // empty for the root
     nlohmann::json knobs = nlohmann::json::object();
     std::string flags;
-    std::string origin;         // root | seed | mutation | crossover | manual
+    std::string origin;         // root | seed | warm | mutation | crossover | restart | prior | manual | llm | repair
     std::string op;             // memory operator
     std::string createdAt;
+    int64_t fromSession = -1;   // a warm-start node: the session and node it was taken from (schema 5)
+    int64_t fromNode = -1;
 };
 
 struct EvaluationRecord {
@@ -107,6 +109,20 @@ struct SteeringRecord {
     std::string createdAt;
 };
 
+/// A successful evaluation of an earlier session, for warm starts (Store::priorKernels).
+struct PriorKernelRecord {
+    int64_t session = 0;
+    int64_t node = 0;
+    std::string problemName;
+    std::string problemHash;
+    std::string family;
+    bool sameProblem = false;   // same content hash or same name as asked; else same family
+    std::string sourceHash;
+    nlohmann::json knobs = nlohmann::json::object();
+    std::string flags;
+    double speedup = 0;
+};
+
 /// A review of a candidate: who decided what, on which evidence, and where it was exported.
 struct ApprovalRecord {
     int64_t id = 0;
@@ -137,7 +153,7 @@ public:
     Store(const Store&) = delete;
     Store& operator=(const Store&) = delete;
 
-    static constexpr int kSchemaVersion = 4;
+    static constexpr int kSchemaVersion = 5;
     int schemaVersion() const;
     const std::filesystem::path& path() const { return m_path; }
 
@@ -158,6 +174,13 @@ public:
 
     void insertEvaluation(int64_t sessionId, const EvaluationRecord& eval);
     std::vector<EvaluationRecord> evaluations(int64_t sessionId) const;
+
+    /// The best successful evaluations of sessions on `target` (cpu, cuda, ...) other than
+    /// `excludeSession`: first those of problems with this content hash or name, then those of
+    /// other problems of `family`; best speedup first within each. One row per distinct
+    /// (source, knobs, flags) and group, at most `limit` rows.
+    std::vector<PriorKernelRecord> priorKernels(const std::string& target, const std::string& problemHash,
+        const std::string& problemName, const std::string& family, int64_t excludeSession, int limit) const;
 
     /// A first-hand (not itself cached) successful or failed evaluation with this key, from
     /// any session.

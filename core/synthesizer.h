@@ -1,6 +1,7 @@
 #pragma once
 
 #include "core/knobs.h"
+#include "core/memory_policy.h"
 #include "core/search_tree.h"
 #include "core/store.h"
 
@@ -16,17 +17,6 @@
 namespace hone::core {
 
 struct ProblemSpec;
-
-/// How a proposal's context is built (DESIGN.md §1, step 2).
-enum class MemoryOperator {
-    Inherit, // the node and its ancestors
-    Compare, // the node and its evaluated siblings
-    Combine, // both
-    Restart, // problem and knowledge only
-};
-
-const char* memoryOperatorName(MemoryOperator op);
-std::optional<MemoryOperator> memoryOperatorFromName(std::string_view name);
 
 /// One earlier candidate as a prompt shows it: code, result and diagnosis.
 struct MemoryEntry {

@@ -101,7 +101,10 @@ class TestLlmE2e : public QObject {
         return { "run", QString(HONE_SOURCE_DIR) + "/resources/problems/cpu/softmax", "--synth", "llm",
             "--llm-url", QString::fromStdString(url), "--llm-model", model, "--llm-key-env", "HONE_E2E_KEY",
             "--llm-config", QString::fromStdString(m_config), "--budget", QString::number(budget), "--seed",
-            "11" };
+            "11",
+            // The cases share one store: warm-start nodes from earlier cases would take the small
+            // budgets that each case gives the model.
+            "--no-warm-start" };
     }
 
 private slots:

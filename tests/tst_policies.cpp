@@ -205,6 +205,48 @@ private slots:
         QVERIFY(others.size() > 1);
     }
 
+    /// With memory operators on auto: the same seed gives the same tree and the same operator per
+    /// node; the bandit tries each context operator and restarts once the replay stalls.
+    void replayIsDeterministicWithAutoOperators()
+    {
+        ReplayTable table = syntheticTable();
+        QCOMPARE(table.recording().memoryOp, std::string("inherit")); // a table made by hand: the old choices
+        ReplayOptions o;
+        o.budget = 20;
+        o.seed = 7;
+        auto legacy = replaySearch(table, o);
+        o.memoryOp = "auto";
+        o.restartAfter = 3;
+        auto a = replaySearch(table, o);
+        auto b = replaySearch(table, o);
+        QCOMPARE(a.sequence.size(), size_t(20));
+        QCOMPARE(a.sequence, b.sequence);
+        QCOMPARE(a.operators, b.operators);
+        for (size_t i = 0; i < a.tree.size(); ++i)
+            QCOMPARE(a.tree.node(static_cast<NodeId>(i)).parent, b.tree.node(static_cast<NodeId>(i)).parent);
+        std::set<std::string> ops(a.operators.begin() + 1, a.operators.end()); // past the seed
+        QVERIFY2(ops.count("inherit") && ops.count("compare") && ops.count("combine"), "a context operator was never tried");
+        QVERIFY2(ops.count("restart"), "no restart in 20 evaluations with a stall window of 3");
+        for (size_t i = 1; i < a.tree.size(); ++i) {
+            const Node& n = a.tree.node(static_cast<NodeId>(i));
+            if (n.op == "restart" && n.origin != "seed") {
+                QCOMPARE(n.origin, std::string("restart"));
+                QCOMPARE(a.tree.node(n.parent).parent, NodeId(0)); // a child of the seed
+            }
+        }
+        QVERIFY(a.sequence != legacy.sequence);
+        for (const auto& op : legacy.operators)
+            QVERIFY(op == "inherit" || op == "restart"); // the seed is "restart", as stored
+        std::set<std::vector<std::string>> others;
+        for (uint64_t s = 1; s <= 5; ++s) {
+            o.seed = s;
+            others.insert(replaySearch(table, o).sequence);
+        }
+        QVERIFY(others.size() > 1);
+        o.memoryOp = "sometimes";
+        QVERIFY_THROWS_EXCEPTION(std::invalid_argument, replaySearch(table, o));
+    }
+
     void replayReportsEvaluationsToBest_data()
     {
         QTest::addColumn<QString>("policy");

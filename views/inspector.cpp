@@ -799,6 +799,9 @@ void Inspector::fillLlm()
             why = tr("A seed from the problem folder (no model call).");
         else if (n.origin == QLatin1String("manual"))
             why = tr("Written by hand as a manual child (no model call).");
+        else if (n.origin == QLatin1String("warm"))
+            why = tr("A warm start: one of the best kernels of an earlier session on this problem or its family "
+                     "(no model call; 'hone show' names the session and node).");
         else if (n.hasLlmCall && !m_data->store())
             why = tr("A model wrote this node, but no store is open to read the call from.");
         else

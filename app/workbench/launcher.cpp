@@ -2,6 +2,7 @@
 
 #include "app/llm_cli.h"
 
+#include <QCheckBox>
 #include <QComboBox>
 #include <QDir>
 #include <QDoubleSpinBox>
@@ -70,9 +71,16 @@ Launcher::Launcher(QWidget* parent)
     m_policy->addItems({"uct", "evolutionary", "greedy", "random"});
     form->addRow(tr("Policy"), m_policy);
     m_memoryOp = new QComboBox(this);
-    m_memoryOp->addItems({"inherit", "compare", "combine", "restart"});
-    m_memoryOp->setToolTip(tr("the context each LLM proposal draws (knob search ignores it)"));
+    m_memoryOp->addItems({"auto", "inherit", "compare", "combine", "restart"});
+    m_memoryOp->setToolTip(tr("the context each proposal draws: auto lets a bandit choose per expansion and "
+                              "restarts when the search stalls; the knob search mutates (inherit), moves "
+                              "towards siblings (compare), both (combine) or starts afresh (restart)"));
     form->addRow(tr("Memory operator"), m_memoryOp);
+    m_warmStart = new QCheckBox(tr("start from the store's best earlier kernels"), this);
+    m_warmStart->setChecked(true);
+    m_warmStart->setToolTip(tr("warm start: the best kernels of earlier sessions on this problem, then on its "
+                               "family, join the tree after the seeds"));
+    form->addRow(tr("Warm start"), m_warmStart);
     m_budget = new QSpinBox(this);
     m_budget->setRange(1, 100000);
     m_budget->setValue(120);
@@ -175,6 +183,7 @@ core::RunOptions Launcher::options() const
     o.synth = m_synth->currentText().toStdString();
     o.policy = m_policy->currentText().toStdString();
     o.memoryOp = m_memoryOp->currentText().toStdString();
+    o.warmStart = m_warmStart->isChecked();
     o.budget = m_budget->value();
     o.workers = m_workers->value();
     o.seed = static_cast<uint64_t>(m_seed->value());

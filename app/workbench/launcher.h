@@ -4,6 +4,7 @@
 
 #include <QWidget>
 
+class QCheckBox;
 class QComboBox;
 class QLabel;
 class QLineEdit;
@@ -59,6 +60,7 @@ private:
     QLineEdit* m_llmKeyEnv;
     QComboBox* m_policy;
     QComboBox* m_memoryOp;
+    QCheckBox* m_warmStart;
     QSpinBox* m_budget;
     QSpinBox* m_workers;
     QSpinBox* m_seed;
