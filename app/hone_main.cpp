@@ -9,6 +9,7 @@
 #include "app/targets_cli.h"
 #include "app/replay_cli.h"
 #include "backends/local_executor.h"
+#include "backends/spool_executor.h"
 #include "core/engine.h"
 #include "core/export_bundle.h"
 #include "core/knobs.h"
@@ -52,6 +53,7 @@ struct Globals {
     double memoryMiB = 0; // 0: 4096 MiB for CPU workers, 16384 for GPU workers (host copies of bench tensors)
     std::string targetsFile; // --targets (docs/REMOTE.md)
     std::string on;          // --on TARGET: evaluate on a target of the targets file
+    std::string spool;       // --spool DIR: the worker protocol through files (docs/REMOTE.md)
     bool workersGiven = false;
 };
 
@@ -166,7 +168,12 @@ int cmdRun(const Globals& g, core::RunOptions opts, bool json, std::optional<int
     problemName = spec.name;
     baselineName = spec.baseline;
     std::unique_ptr<core::Executor> exec;
-    if (g.on.empty()) {
+    if (!g.spool.empty()) {
+        if (!g.on.empty())
+            throw std::runtime_error("--spool and --on both say where to evaluate; pass one of them");
+        exec = std::make_unique<backends::SpoolExecutor>(g.spool, g.workersGiven || resumeSession ? opts.workers : 16);
+        opts.workers = exec->slotCount();
+    } else if (g.on.empty()) {
         exec = makeExecutor(g, opts.workers, core::resolveTarget(spec, opts.target));
     } else {
         exec = app::makeTargetExecutor(g.targetsFile, g.on, g.workersGiven ? opts.workers : 0,
@@ -204,14 +211,36 @@ int cmdRun(const Globals& g, core::RunOptions opts, bool json, std::optional<int
     g_engine = &engine;
     std::signal(SIGINT, onInterrupt);
     std::signal(SIGTERM, onInterrupt);
-    core::Report report
-        = resumeSession ? engine.resume(*resumeSession, observer, extraBudget) : engine.run(opts, observer);
+    core::Report report;
+    try {
+        report = resumeSession ? engine.resume(*resumeSession, observer, extraBudget) : engine.run(opts, observer);
+    } catch (const backends::SpoolWaiting& w) {
+        // Not a failure: the session is stored and continues with `hone resume --spool`.
+        g_engine = nullptr;
+        printer.finish();
+        if (engine.sessionId() > 0)
+            std::printf("session %lld waits for spooled replies\n", static_cast<long long>(engine.sessionId()));
+        std::fprintf(stderr, "hone: %s\n", w.what());
+        return 3;
+    }
     g_engine = nullptr;
     printer.finish();
     std::string skillNote;
+    if (!report.warmStart.empty())
+        skillNote += "warm start " + std::to_string(report.warmStart.size()) + " node(s) from earlier sessions: "
+            + core::describeWarmStart(report.warmStart, spec.family) + "\n";
+    for (const auto& note : report.warmStartNotes)
+        skillNote += "warm start " + note + "\n";
+    std::string ops;
+    for (const auto& [name, arm] : report.operators)
+        if (arm.proposed > 0)
+            ops += (ops.empty() ? "" : ", ") + name + " " + std::to_string(arm.proposed) + " ("
+                + std::to_string(arm.improved) + " beat their parent)";
+    if (!ops.empty())
+        skillNote += "operators  " + report.memoryOp + ": " + ops + "\n";
     if (kb && report.progress.session > 0) {
         if (engine.sourcesWithPrior() > 0)
-            skillNote = "skills     stored skills biased the knob search of " + std::to_string(engine.sourcesWithPrior())
+            skillNote += "skills     stored skills biased the knob search of " + std::to_string(engine.sourcesWithPrior())
                 + " seed source(s)\n";
         try {
             kb->syncOutcomes(store, report.progress.session);
@@ -225,6 +254,14 @@ int cmdRun(const Globals& g, core::RunOptions opts, bool json, std::optional<int
     }
     if (json) {
         nlohmann::json j = reportJson(report);
+        j["warm_start"] = nlohmann::json::array();
+        for (const auto& w : report.warmStart)
+            j["warm_start"].push_back({{"node", w.node}, {"from_session", w.fromSession}, {"from_node", w.fromNode},
+                {"problem", w.problemName}, {"same_problem", w.sameProblem}, {"speedup", w.speedup}});
+        j["warm_start_notes"] = report.warmStartNotes;
+        j["memory_op"] = report.memoryOp;
+        for (const auto& [name, arm] : report.operators)
+            j["operators"][name] = {{"proposed", arm.proposed}, {"evaluated", arm.evaluated}, {"improved", arm.improved}};
         if (llmRun)
             j["llm"] = app::llmSummaryJson(store, report.progress.session);
         std::cout << j.dump(2) << "\n";
@@ -457,6 +494,10 @@ int main(int argc, char** argv)
     run->add_option("--time-limit", opts.timeLimitSeconds, "stop after this many seconds");
     run->add_option("--samples", opts.samples, "timing samples per candidate")->check(CLI::Range(20, 10000));
     run->add_flag("--no-cache", [&](int64_t) { opts.useCache = false; }, "re-evaluate candidates seen before");
+    run->add_option("--memory-op", opts.memoryOp, "memory operator per expansion: auto (a bandit, restart when stalled), inherit, compare, combine or restart")->check(CLI::IsMember({"auto", "inherit", "compare", "combine", "restart"}));
+    run->add_option("--restart-after", opts.restartAfter, "with --memory-op auto: restart after N evaluations without a 1% gain (0: never)")->check(CLI::Range(0, 1000000));
+    run->add_flag("!--no-warm-start", opts.warmStart, "start from the seeds only, not from the best kernels of earlier sessions");
+    run->add_option("--warm-start", opts.warmStartCount, "warm-start kernels from earlier sessions (default 3)")->check(CLI::Range(0, 100));
     run->add_flag("--json", json, "print the report as JSON");
     app::LlmCliOptions llmOpts;
     app::addLlmRunOptions(*run, opts, llmOpts);
@@ -496,6 +537,10 @@ int main(int argc, char** argv)
     auto* targets = app::addTargetsCommand(app, targetsOpts);
     run->add_option("--on", g.on, "evaluate on TARGET of the targets file, or split the session across TARGET,TARGET,... (--targets; docs/REMOTE.md)");
     resume->add_option("--on", g.on, "evaluate on TARGET of the targets file, or split the session across TARGET,TARGET,... (--targets; docs/REMOTE.md)");
+    for (CLI::App* c : {run, resume})
+        c->add_option("--spool", g.spool,
+            "evaluate through files in DIR, carried to and from a worker host that nothing reaches (exit status 3 "
+            "while replies are awaited; docs/REMOTE.md)");
     app::addReplayCommand(app, g.store);
 
     try {

@@ -1,7 +1,9 @@
 #include "app/targets_cli.h"
 
+#include "backends/deploy.h"
 #include "backends/local_executor.h"
 #include "backends/remote_executor.h"
+#include "backends/target_health.h"
 #include "backends/targets.h"
 #include "core/protocol.h"
 
@@ -20,7 +22,7 @@ std::string fileOf(const std::string& file)
 }
 
 std::unique_ptr<core::Executor> executorFor(const backends::TargetSpec& t, int parallel,
-    const std::string& localWorker, const std::string& localCacheDir)
+    const std::string& localWorker, const std::string& localCacheDir, const std::filesystem::path& healthFile)
 {
     if (t.executor == "local") {
         backends::LocalExecutorConfig cfg;
@@ -32,10 +34,69 @@ std::unique_ptr<core::Executor> executorFor(const backends::TargetSpec& t, int p
         cfg.limits.addressSpaceLimit = !gpu;
         return std::make_unique<backends::LocalExecutor>(cfg);
     }
-    backends::RemoteExecutorConfig cfg = backends::remoteConfig(t);
+    backends::RemoteExecutorConfig cfg = backends::remoteConfig(t, healthFile);
     if (parallel > 0)
         cfg.parallel = parallel;
     return std::make_unique<backends::RemoteExecutor>(cfg);
+}
+
+/// Reads the health file once, warning on stderr (naming it) when it is corrupt.
+std::map<std::string, backends::TargetHealth> loadHealth(const backends::TargetHealthFile& file)
+{
+    std::string warning;
+    auto all = file.load(&warning);
+    if (!warning.empty())
+        std::fprintf(stderr, "hone: warning: %s\n", warning.c_str());
+    return all;
+}
+
+std::string describeHealth(const backends::TargetHealth& h)
+{
+    std::string s = h.lastProbe.empty() ? "never probed" : "last probe " + h.lastProbe + (h.lastProbeOk ? " ok" : " FAILED");
+    s += ", " + std::to_string(h.consecutiveInfraFailures) + " consecutive infrastructure failure(s)";
+    if (!h.lastError.empty())
+        s += "; last error " + h.lastErrorAt + ": " + h.lastError;
+    return s;
+}
+
+nlohmann::json healthJson(const backends::TargetHealth& h)
+{
+    return {{"healthy", h.healthy()}, {"last_probe", h.lastProbe}, {"last_probe_ok", h.lastProbeOk},
+        {"last_ok", h.lastOk}, {"consecutive_infra_failures", h.consecutiveInfraFailures},
+        {"last_error", h.lastError}, {"last_error_at", h.lastErrorAt}};
+}
+
+/// `targets deploy`: prints each step, then the worker's path to put in the targets file.
+int runDeploy(const TargetsCliOptions& opts, const std::string& file, const std::vector<backends::TargetSpec>& all)
+{
+    auto it = std::find_if(all.begin(), all.end(), [&](const auto& t) { return t.name == opts.deployTarget; });
+    if (it == all.end())
+        throw std::runtime_error("no target '" + opts.deployTarget + "' in " + file);
+    backends::DeployOptions d;
+    d.sourceDir = opts.deployFrom;
+    d.prefix = opts.deployPrefix;
+    d.buildWith = opts.deployBuildWith;
+    d.log = [](const std::string& line) {
+        std::printf("  %s\n", line.c_str());
+        std::fflush(stdout);
+    };
+    std::printf("deploying hone-worker to target '%s' (%s)\n", it->name.c_str(), it->executor.c_str());
+    std::fflush(stdout);
+    try {
+        const backends::DeployResult r = backends::deployWorker(*it, d);
+        std::printf("deployed in %.0f s: %s (built with %s); protocol %d (this hone speaks %d), worker %s\n",
+            r.seconds, r.workerPath.c_str(), r.method.c_str(), r.hello.value("protocol", 0),
+            core::protocol::kVersion, r.hello.value("version", std::string("?")).c_str());
+        if (it->worker == r.workerPath)
+            std::printf("%s already names this worker for target '%s'\n", file.c_str(), it->name.c_str());
+        else
+            std::printf("set worker = \"%s\" in [targets.%s] of %s (the file was not changed)\n",
+                r.workerPath.c_str(), it->name.c_str(), file.c_str());
+        return 0;
+    } catch (const backends::DeployError& e) {
+        std::fprintf(stderr, "hone: %s\n", e.what());
+        return 3;
+    }
 }
 
 } // namespace
@@ -47,9 +108,19 @@ CLI::App* addTargetsCommand(CLI::App& app, TargetsCliOptions& opts)
     auto* targets = app.add_subcommand("targets", "remote evaluation targets: ssh hosts, Slurm partitions");
     targets->require_subcommand(1);
     opts.check = targets->add_subcommand("check",
-        "probe each target: worker present, protocol version, devices, round-trip latency");
+        "probe each target: worker present, protocol version, devices, round-trip latency, stored health");
     opts.check->add_option("name", opts.names, "targets to probe (default: all)");
     opts.check->add_flag("--json", opts.json, "print one JSON object per target");
+    opts.check->add_flag("--ceilings", opts.ceilings,
+        "also report the calibrated ceilings (measured on the target the first time, then cached there)");
+    opts.deploy = targets->add_subcommand("deploy",
+        "build hone-worker on the target from this source tree, check it and install it in PREFIX/bin");
+    opts.deploy->add_option("target", opts.deployTarget, "the ssh or slurm target")->required();
+    opts.deploy->add_option("--from", opts.deployFrom, "Hone source tree (default: the one this hone was built from)");
+    opts.deploy->add_option("--prefix", opts.deployPrefix,
+        "install prefix on the target (default ~/.local/hone; Slurm: on a filesystem the nodes share)");
+    opts.deploy->add_option("--build-with", opts.deployBuildWith, "auto (cmake >= 3.25, else c++), cmake or c++")
+        ->check(CLI::IsMember({"auto", "cmake", "c++"}));
     return targets;
 }
 
@@ -57,6 +128,8 @@ int runTargets(const TargetsCliOptions& opts, const std::string& localWorker)
 {
     const std::string file = fileOf(opts.file);
     auto all = backends::readTargets(file);
+    if (opts.deploy && *opts.deploy)
+        return runDeploy(opts, file, all);
     std::vector<backends::TargetSpec> chosen;
     for (const auto& n : opts.names) {
         auto it = std::find_if(all.begin(), all.end(), [&](const auto& t) { return t.name == n; });
@@ -68,11 +141,21 @@ int runTargets(const TargetsCliOptions& opts, const std::string& localWorker)
         chosen = all;
     if (chosen.empty())
         throw std::runtime_error(file + " names no targets; add a [targets.NAME] table (docs/REMOTE.md)");
+    const backends::TargetHealthFile healthFile(backends::defaultHealthPath());
+    const auto stored = loadHealth(healthFile);
     int bad = 0;
     for (const auto& t : chosen) {
         nlohmann::json row = {{"target", t.name}, {"executor", t.executor}};
+        const bool remote = t.executor != "local";
+        std::string healthLine;
+        if (remote) {
+            auto h = stored.find(t.name);
+            const backends::TargetHealth before = h == stored.end() ? backends::TargetHealth {} : h->second;
+            row["health"] = healthJson(before); // as earlier sessions left it; this probe updates the file
+            healthLine = describeHealth(before);
+        }
         try {
-            auto exec = executorFor(t, 1, localWorker, "");
+            auto exec = executorFor(t, 1, localWorker, "", healthFile.path());
             auto start = std::chrono::steady_clock::now();
             nlohmann::json h = exec->hello();
             double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
@@ -81,13 +164,34 @@ int runTargets(const TargetsCliOptions& opts, const std::string& localWorker)
                 devices += (devices.empty() ? "" : ", ") + d.value("name", d.value("kind", d.dump()));
             row.update({{"ok", true}, {"protocol", h.value("protocol", 0)}, {"worker_version", h.value("version", "")},
                 {"devices", h.value("devices", nlohmann::json::array())}, {"compiler", h.value("compiler", "")},
-                {"latency_ms", ms}});
-            if (opts.json)
+                {"latency_ms", ms}, {"persistent", t.persistent}});
+            std::string ceilingLine;
+            if (opts.ceilings) {
+                nlohmann::json c = exec->ceilings(t.device);
+                for (const char* k : {"protocol", "type", "id"})
+                    c.erase(k);
+                row["ceilings"] = c;
+                char buf[320];
+                std::snprintf(buf, sizeof buf, "%.1f GB/s copy, %.1f GFLOP/s FMA", c.value("peak_gbps", 0.0),
+                    c.value("peak_gflops", 0.0));
+                ceilingLine = std::string(buf);
+                if (c.value("peak_tensor_gflops", 0.0) > 0) {
+                    std::snprintf(buf, sizeof buf, ", %.0f GFLOP/s tensor", c.value("peak_tensor_gflops", 0.0));
+                    ceilingLine += buf;
+                }
+                ceilingLine += c.value("cached", false) ? " (cached on the target)" : " (measured now)";
+                if (const std::string m = c.value("method", std::string()); !m.empty())
+                    ceilingLine += "; " + m;
+            }
+            if (opts.json) {
                 std::cout << row.dump() << "\n";
-            else
-                std::printf("%-16s ok      %s, protocol %d, worker %s, %.0f ms round trip; devices: %s\n",
-                    t.name.c_str(), t.executor.c_str(), h.value("protocol", 0),
+            } else {
+                std::printf("%-16s ok      %s%s, protocol %d, worker %s, %.0f ms round trip; devices: %s\n",
+                    t.name.c_str(), t.executor.c_str(), t.persistent ? " (persistent)" : "", h.value("protocol", 0),
                     h.value("version", std::string("?")).c_str(), ms, devices.c_str());
+                if (!ceilingLine.empty())
+                    std::printf("%-16s         ceilings %s: %s\n", "", t.device.c_str(), ceilingLine.c_str());
+            }
         } catch (const std::exception& e) {
             ++bad;
             row.update({{"ok", false}, {"error", e.what()}});
@@ -96,6 +200,9 @@ int runTargets(const TargetsCliOptions& opts, const std::string& localWorker)
             else
                 std::printf("%-16s FAILED  %s\n", t.name.c_str(), e.what());
         }
+        if (!opts.json && !healthLine.empty())
+            std::printf("%-16s         health before this check: %s\n", "", healthLine.c_str());
+        std::fflush(stdout);
     }
     return bad ? 3 : 0;
 }
@@ -108,6 +215,8 @@ std::unique_ptr<core::Executor> makeTargetExecutor(const std::string& file, cons
     std::string known;
     for (const auto& t : all)
         known += (known.empty() ? "" : ", ") + t.name;
+    const backends::TargetHealthFile healthFile(backends::defaultHealthPath());
+    const auto stored = loadHealth(healthFile);
     std::vector<backends::TargetPool::Member> members;
     std::stringstream ss(names);
     std::string name;
@@ -116,7 +225,10 @@ std::unique_ptr<core::Executor> makeTargetExecutor(const std::string& file, cons
         if (it == all.end())
             throw std::runtime_error(
                 "no target '" + name + "' in " + f + (known.empty() ? "; it names none" : "; it has " + known));
-        members.push_back({name, executorFor(*it, parallel, localWorker, localCacheDir)});
+        if (auto h = stored.find(name); h != stored.end() && !h->second.healthy())
+            std::fprintf(stderr, "hone: target '%s' was unhealthy (%s); probing it before it gets work\n",
+                name.c_str(), describeHealth(h->second).c_str());
+        members.push_back({name, executorFor(*it, parallel, localWorker, localCacheDir, healthFile.path())});
     }
     if (members.empty())
         throw std::runtime_error("--on: expected NAME or NAME,NAME,... of targets in " + f);

@@ -1,5 +1,6 @@
 #include "backends/remote_executor.h"
 
+#include "backends/target_health.h"
 #include "core/protocol.h"
 
 #include <algorithm>
@@ -15,9 +16,19 @@ namespace {
 namespace proto = hone::core::protocol;
 
 /// Runs the worker and reports how it ended on stderr, so that a worker killed on the remote
-/// side reads differently from a transport that went away.
+/// side reads differently from a transport that went away. A watchdog kills the worker when the
+/// wrapper's parent goes away (sshd's session process, when the connection drops or the local ssh
+/// is killed after a stage timeout), so that a hung candidate does not spin on the host; it reads
+/// /proc (ps where there is none) once a second, so it forks nothing but `sleep` beside a timing.
+/// The worker keeps the wrapper's stdin (fd 3): an asynchronous command would get /dev/null.
 constexpr const char* kWrapper
-    = "\"$@\"; s=$?; if [ $s -gt 128 ]; then echo \"hone-remote: worker killed by signal $((s-128))\" >&2; "
+    = "exec 3<&0; \"$@\" <&3 3<&- & w=$!; exec 3<&-; "
+      "( while kill -0 $w 2>/dev/null; do if [ -r /proc/$$/stat ]; then read -r _ _ _ p _ </proc/$$/stat; "
+      "else p=$(ps -o ppid= -p $$ 2>/dev/null | tr -d ' '); fi; "
+      "if [ -n \"$p\" ] && [ \"$p\" != \"$PPID\" ]; then kill -9 $w; break; fi; sleep 1; done ) "
+      "</dev/null >/dev/null 2>&1 & d=$!; "
+      "wait $w; s=$?; kill $d 2>/dev/null; "
+      "if [ $s -gt 128 ]; then echo \"hone-remote: worker killed by signal $((s-128))\" >&2; "
       "else echo \"hone-remote: worker exited with code $s\" >&2; fi; exit $s";
 
 bool contains(const std::string& s, const char* what) { return s.find(what) != std::string::npos; }
@@ -80,11 +91,84 @@ RemoteExecutor::RemoteExecutor(RemoteExecutorConfig config)
 {
     m_config.parallel = std::max(1, m_config.parallel);
     m_config.retries = std::max(0, m_config.retries);
+    if (!m_config.healthFile.empty()) {
+        // A corrupt file reads as empty here; `hone targets check` and `--on` report it.
+        const TargetHealth h = TargetHealthFile(m_config.healthFile).get(m_config.name);
+        m_probeFirst = !h.healthy();
+    }
 }
 
 RemoteExecutor::~RemoteExecutor()
 {
     cancelAll();
+    std::vector<Persistent> idle;
+    {
+        std::lock_guard lock(m_idleMutex);
+        idle.swap(m_idle);
+    }
+    // At end of input each worker exits and its ssh connection or srun step ends with it.
+    for (auto& w : idle)
+        dropWorker(w, /*graceful=*/true);
+}
+
+void RemoteExecutor::dropWorker(Persistent& w, bool graceful)
+{
+    if (!w.process)
+        return;
+    if (graceful)
+        w.process->stop(5);
+    w.process.reset();
+    if (!graceful && m_config.kind == RemoteExecutorConfig::Kind::Slurm)
+        runQuiet({"scancel", "--quiet", "--name", "hone-eval-" + w.tag});
+}
+
+void RemoteExecutor::recordOutcome(bool infra, const std::string& error)
+{
+    if (m_config.healthFile.empty())
+        return;
+    if (infra) {
+        m_healthDirty = true;
+        TargetHealthFile(m_config.healthFile).update(m_config.name, [&](TargetHealth& h) {
+            ++h.consecutiveInfraFailures;
+            h.lastError = error;
+            h.lastErrorAt = utcNow();
+        });
+    } else if (m_healthDirty.exchange(false)) {
+        // Written once per recovery, not per evaluation.
+        TargetHealthFile(m_config.healthFile).update(m_config.name, [&](TargetHealth& h) {
+            h.consecutiveInfraFailures = 0;
+            h.lastOk = utcNow();
+        });
+    }
+}
+
+void RemoteExecutor::recordProbe(bool ok, const std::string& error)
+{
+    if (m_config.healthFile.empty())
+        return;
+    TargetHealthFile(m_config.healthFile).update(m_config.name, [&](TargetHealth& h) {
+        h.lastProbe = utcNow();
+        h.lastProbeOk = ok;
+        if (ok) {
+            h.consecutiveInfraFailures = 0;
+            h.lastOk = h.lastProbe;
+        } else {
+            h.lastError = error;
+            h.lastErrorAt = h.lastProbe;
+        }
+    });
+}
+
+std::string RemoteExecutor::probeIfUnhealthy()
+{
+    if (!m_probeFirst)
+        return {};
+    try {
+        hello(); // clears m_probeFirst when the target answers
+    } catch (const std::exception& e) {
+        return e.what();
+    }
+    return {};
 }
 
 std::string RemoteExecutor::where() const
@@ -136,13 +220,20 @@ WorkerCommand RemoteExecutor::command(const std::string& tag) const
 nlohmann::json RemoteExecutor::attempt(const nlohmann::json& req, const WorkerLimits& limits, bool& infra)
 {
     infra = false;
-    const std::string tag = std::to_string(getpid()) + "-" + std::to_string(m_attempts.fetch_add(1));
-    nlohmann::json r = runWorker(command(tag), req, limits, m_jobs.cancelled());
     const bool slurm = m_config.kind == RemoteExecutorConfig::Kind::Slurm;
+    nlohmann::json r;
+    std::string tag;
+    if (m_config.persistent) {
+        r = persistentExchange(req, limits); // cancels the step of a worker it gives up
+    } else {
+        tag = std::to_string(getpid()) + "-" + std::to_string(m_attempts.fetch_add(1));
+        ++m_started;
+        r = runWorker(command(tag), req, limits, m_jobs.cancelled());
+    }
     auto f = r.find("failure");
     if (r.value("status", std::string()) != "failed" || f == r.end() || !f->is_object())
         return r;
-    if (slurm) // a step that timed out, was cancelled or lost its srun must not linger
+    if (slurm && !m_config.persistent) // a step that timed out, was cancelled or lost its srun must not linger
         runQuiet({"scancel", "--quiet", "--name", "hone-eval-" + tag});
     const std::string kind = f->value("kind", std::string());
     const std::string stage = f->value("stage", std::string());
@@ -170,8 +261,74 @@ nlohmann::json RemoteExecutor::attempt(const nlohmann::json& req, const WorkerLi
     return r;
 }
 
+nlohmann::json RemoteExecutor::persistentExchange(const nlohmann::json& req, const WorkerLimits& limits)
+{
+    const std::string id = req.value("id", std::string());
+    Persistent w;
+    std::vector<Persistent> stale;
+    {
+        std::lock_guard lock(m_idleMutex);
+        while (!m_idle.empty() && !w.process) {
+            Persistent c = std::move(m_idle.back());
+            m_idle.pop_back();
+            const bool old = m_config.recycleSeconds > 0 && c.process->ageSeconds() > m_config.recycleSeconds;
+            if (!old && c.process->alive())
+                w = std::move(c);
+            else
+                stale.push_back(std::move(c));
+        }
+    }
+    // A worker that died while idle (a dropped connection, a step that ran out of time) costs
+    // nothing: the request goes to a new one.
+    for (auto& c : stale)
+        dropWorker(c, /*graceful=*/c.process->alive());
+    if (!w.process) {
+        w.tag = std::to_string(getpid()) + "-" + std::to_string(m_attempts.fetch_add(1));
+        ++m_started;
+        w.process = std::make_unique<WorkerProcess>(command(w.tag), limits);
+        // The handshake checks the protocol version and bears the start-up (allocation, key
+        // exchange), so the request's own stages get their usual limits.
+        nlohmann::json hello = proto::makeMessage("hello");
+        hello["id"] = req.value("type", std::string()) == "hello" ? id : "hello";
+        WorkerLimits handshake = limits;
+        handshake.stageSeconds = std::max(limits.stageSeconds, 60.0);
+        nlohmann::json h = w.process->exchange(hello, handshake, m_jobs.cancelled(), false);
+        if (h.value("type", std::string()) != "hello") {
+            dropWorker(w, /*graceful=*/false);
+            if (!h.contains("failure"))
+                h = proto::makeFailure(id, proto::FailureKind::ProtocolError, "start",
+                    "worker answered hello with a '" + h.value("type", std::string()) + "' message");
+            h["id"] = id;
+            return h;
+        }
+        if (req.value("type", std::string()) == "hello") {
+            std::lock_guard lock(m_idleMutex);
+            m_idle.push_back(std::move(w));
+            return h;
+        }
+    }
+    nlohmann::json r = w.process->exchange(req, limits, m_jobs.cancelled(), false);
+    // A worker whose GPU context is lost exits after its result; one that served its share is
+    // retired with it.
+    const bool lost = r.value("device_lost", false);
+    const bool retired = ++w.served >= std::max(1, m_config.maxRequestsPerWorker);
+    const bool alive = w.process->alive();
+    if (!lost && !retired && alive) {
+        std::lock_guard lock(m_idleMutex);
+        m_idle.push_back(std::move(w));
+    } else {
+        // A worker that was killed (a timeout, a cancel) may leave a Slurm step behind.
+        dropWorker(w, /*graceful=*/alive || lost);
+    }
+    return r;
+}
+
 nlohmann::json RemoteExecutor::request(const nlohmann::json& req, const WorkerLimits& limits)
 {
+    if (req.value("type", std::string()) != "hello")
+        if (std::string why = probeIfUnhealthy(); !why.empty())
+            return proto::makeFailure(req.value("id", std::string()), proto::FailureKind::WorkerError, "start",
+                "target '" + m_config.name + "' was unhealthy in an earlier session and its probe failed: " + why);
     nlohmann::json last;
     std::vector<std::string> reasons;
     for (int i = 0; i <= m_config.retries; ++i) {
@@ -186,12 +343,15 @@ nlohmann::json RemoteExecutor::request(const nlohmann::json& req, const WorkerLi
         last = attempt(req, limits, infra);
         if (!infra) {
             if (last.value("status", std::string()) != "failed"
-                || last["failure"].value("kind", std::string()) != "worker_error")
+                || last["failure"].value("kind", std::string()) != "worker_error") {
                 m_infraFailures = 0;
+                recordOutcome(false, {});
+            }
             return last;
         }
         ++m_infraFailures;
         reasons.push_back(last["failure"].value("message", std::string()));
+        recordOutcome(true, reasons.back());
         if (*m_jobs.cancelled())
             break;
     }
@@ -205,6 +365,7 @@ nlohmann::json RemoteExecutor::request(const nlohmann::json& req, const WorkerLi
 
 nlohmann::json RemoteExecutor::hello()
 {
+    std::lock_guard lock(m_helloMutex);
     if (!m_hello.is_null())
         return m_hello;
     nlohmann::json req = proto::makeMessage("hello");
@@ -214,8 +375,11 @@ nlohmann::json RemoteExecutor::hello()
     nlohmann::json reply = request(req, limits);
     if (reply.value("type", std::string()) != "hello") {
         std::string why = reply.contains("failure") ? reply["failure"].value("message", std::string()) : reply.dump();
+        recordProbe(false, why);
         throw std::runtime_error("cannot start a worker on " + where() + ": " + why);
     }
+    recordProbe(true, {});
+    m_probeFirst = false;
     m_hello = reply;
     return m_hello;
 }

@@ -34,17 +34,28 @@ struct RemoteExecutorConfig {
     int parallel = 1;
     int retries = 2;                  // extra attempts after an infrastructure failure
     double retryDelaySeconds = 1;     // waits attempt * this between attempts
+    // Persistent workers: one ssh connection or one srun step serves many requests in turn
+    // (at most `parallel` of them), instead of one process per request.
+    bool persistent = false;
+    double recycleSeconds = 0;        // > 0: a persistent worker older than this is replaced before
+                                      // its next request (Slurm: before its step's time limit)
+    int maxRequestsPerWorker = 100;   // then a persistent worker is replaced: candidates' libraries
+                                      // are never unloaded from a worker, so it grows with each
+    std::string healthFile;           // empty: no health kept across sessions (target_health.h)
     WorkerLimits limits;              // stage limits apply from here; the RSS watch sees only the
                                       // local ssh/srun process, so memory is not limited remotely
 };
 
-/// Runs every evaluation through a fresh remote worker: one ssh connection or one Slurm job step
-/// per request, streaming the JSON-lines protocol (runWorker). The worker runs inside a small
-/// shell wrapper that reports its exit status or signal on stderr, which tells a candidate that
-/// killed its worker (a crash, as locally) from a transport that lost it: ssh exit 255, srun
-/// errors, a cancelled or preempted job, a node that never answered. Transport failures are
-/// retried `retries` times, then the job fails with kind worker_error naming the target and the
-/// reason; the session goes on.
+/// Runs evaluations through remote workers, streaming the JSON-lines protocol: by default a fresh
+/// worker per request (one ssh connection or one Slurm job step), with `persistent` one worker
+/// per slot that serves request after request. The worker runs inside a small shell wrapper that
+/// reports its exit status or signal on stderr, which tells a candidate that killed its worker
+/// (a crash, as locally; a persistent worker is then replaced) from a transport that lost it:
+/// ssh exit 255, srun errors, a cancelled or preempted job, a node that never answered.
+/// Transport failures are retried `retries` times, then the job fails with kind worker_error
+/// naming the target and the reason; the session goes on. With a health file, infrastructure
+/// failures and probes are kept across sessions, and a target that was unhealthy is probed (a
+/// hello) before it gets work.
 class RemoteExecutor final : public core::Executor {
 public:
     explicit RemoteExecutor(RemoteExecutorConfig config);
@@ -66,17 +77,40 @@ public:
     /// Infrastructure failures since the last success (0: healthy).
     int consecutiveInfraFailures() const { return m_infraFailures.load(); }
 
+    /// Worker processes started so far (persistent or not): tells reuse from restarts.
+    long workersStarted() const { return m_started.load(); }
+
     const RemoteExecutorConfig& config() const { return m_config; }
 
 private:
+    struct Persistent {
+        std::unique_ptr<WorkerProcess> process;
+        std::string tag; // its Slurm job name is hone-eval-TAG
+        int served = 0;  // requests answered
+    };
+
     /// One attempt; `infra` is set when the transport, not the worker, failed.
     nlohmann::json attempt(const nlohmann::json& req, const WorkerLimits& limits, bool& infra);
+    /// One exchange with a persistent worker: an idle one, or a new one after a hello handshake.
+    nlohmann::json persistentExchange(const nlohmann::json& req, const WorkerLimits& limits);
+    void dropWorker(Persistent& w, bool graceful);
+    /// Probes a target that was unhealthy in an earlier session before its first job; empty when
+    /// it answers, else why not.
+    std::string probeIfUnhealthy();
+    void recordOutcome(bool infra, const std::string& error);
+    void recordProbe(bool ok, const std::string& error);
     std::string where() const;
 
     RemoteExecutorConfig m_config;
     std::atomic<int> m_infraFailures {0};
     std::atomic<long> m_attempts {0};
-    nlohmann::json m_hello;
+    std::atomic<long> m_started {0};
+    std::mutex m_helloMutex;
+    nlohmann::json m_hello;              // guarded by m_helloMutex
+    std::atomic<bool> m_probeFirst {false};
+    std::atomic<bool> m_healthDirty {true}; // the health file may not say "healthy" yet
+    std::mutex m_idleMutex;
+    std::vector<Persistent> m_idle;      // guarded by m_idleMutex
     JobThreads m_jobs; // last: its threads use the members above
 };
 

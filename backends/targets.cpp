@@ -66,6 +66,16 @@ private:
         return n->as_string()->get();
     }
 
+    bool boolean(const toml::table& t, const std::string& path, const char* key, bool fallback)
+    {
+        const toml::node* n = t.get(key);
+        if (!n)
+            return fallback;
+        if (!n->is_boolean())
+            fail(n->source(), path + "." + key, "not a boolean", "true or false");
+        return n->as_boolean()->get();
+    }
+
     int integer(const toml::table& t, const std::string& path, const char* key, int fallback, int lo, int hi)
     {
         const toml::node* n = t.get(key);
@@ -84,7 +94,7 @@ private:
     TargetSpec readTarget(const std::string& name, const toml::table& t, const toml::source_region& at)
     {
         static const std::vector<std::string> allowed = {"executor", "host", "ssh_config", "partition",
-            "gpus_per_task", "time_limit", "extra_args", "worker", "cache_dir", "device", "parallel", "retries"};
+            "gpus_per_task", "time_limit", "extra_args", "worker", "cache_dir", "device", "parallel", "retries", "persistent"};
         const std::string path = "targets." + name;
         for (auto&& [k, v] : t) {
             if (std::find(allowed.begin(), allowed.end(), std::string(k.str())) == allowed.end()) {
@@ -126,6 +136,10 @@ private:
                 "\"cpu\" or \"cuda\"");
         s.parallel = integer(t, path, "parallel", 1, 1, 256);
         s.retries = integer(t, path, "retries", 2, 0, 20);
+        s.persistent = boolean(t, path, "persistent", false);
+        if (s.persistent && s.executor == "local")
+            fail(t.get("persistent")->source(), path + ".persistent", "a local target starts a worker per evaluation",
+                "persistent only on ssh and slurm targets");
         return s;
     }
 
@@ -160,7 +174,46 @@ std::filesystem::path defaultTargetsPath()
     return std::filesystem::path(home ? home : ".") / ".config" / "hone" / "targets.toml";
 }
 
-RemoteExecutorConfig remoteConfig(const TargetSpec& t)
+double slurmTimeLimitSeconds(const std::string& limit)
+{
+    // Slurm's forms: M, M:S, H:M:S, D-H, D-H:M, D-H:M:S.
+    std::string rest = limit;
+    double days = 0;
+    if (auto dash = rest.find('-'); dash != std::string::npos) {
+        char* end = nullptr;
+        days = std::strtod(rest.substr(0, dash).c_str(), &end);
+        if (dash == 0 || *end)
+            return -1;
+        rest = rest.substr(dash + 1);
+    }
+    std::vector<double> parts;
+    std::stringstream ss(rest);
+    std::string p;
+    while (std::getline(ss, p, ':')) {
+        char* end = nullptr;
+        double v = std::strtod(p.c_str(), &end);
+        if (p.empty() || *end || v < 0)
+            return -1;
+        parts.push_back(v);
+    }
+    if (parts.empty() || parts.size() > 3)
+        return -1;
+    if (days > 0 || limit.find('-') != std::string::npos) {
+        // after "D-": hours, then minutes, then seconds
+        static const double unit[] = {3600, 60, 1};
+        double s = days * 86400;
+        for (size_t i = 0; i < parts.size(); ++i)
+            s += parts[i] * unit[i];
+        return s;
+    }
+    if (parts.size() == 1)
+        return parts[0] * 60;
+    if (parts.size() == 2)
+        return parts[0] * 60 + parts[1];
+    return parts[0] * 3600 + parts[1] * 60 + parts[2];
+}
+
+RemoteExecutorConfig remoteConfig(const TargetSpec& t, const std::filesystem::path& healthFile)
 {
     RemoteExecutorConfig c;
     c.kind = t.executor == "slurm" ? RemoteExecutorConfig::Kind::Slurm : RemoteExecutorConfig::Kind::Ssh;
@@ -175,6 +228,14 @@ RemoteExecutorConfig remoteConfig(const TargetSpec& t)
     c.cacheDir = t.cacheDir;
     c.parallel = t.parallel;
     c.retries = t.retries;
+    c.persistent = t.persistent;
+    c.healthFile = healthFile.string();
+    if (c.kind == RemoteExecutorConfig::Kind::Slurm && c.persistent) {
+        // A persistent step is replaced before Slurm ends it at its time limit, leaving room for
+        // the evaluation in progress.
+        if (double limit = slurmTimeLimitSeconds(t.timeLimit); limit > 0)
+            c.recycleSeconds = std::max(limit * 0.5, limit - std::max(0.25 * limit, 300.0));
+    }
     const bool gpu = t.device == "cuda";
     c.limits.memoryMiB = gpu ? 16384 : 4096;
     c.limits.addressSpaceLimit = !gpu;

@@ -27,6 +27,7 @@ struct TargetSpec {
     std::string device = "cpu";      // cpu, cuda
     int parallel = 1;
     int retries = 2;
+    bool persistent = false;         // one worker serves many requests (docs/REMOTE.md)
 };
 
 /// A targets file that is not valid: `FILE:LINE:COL: field 'X': msg; expected Y`.
@@ -42,8 +43,13 @@ std::vector<TargetSpec> parseTargets(std::string_view text, const std::string& f
 /// `$HONE_TARGETS`, else `$XDG_CONFIG_HOME/hone/targets.toml`, else `~/.config/hone/targets.toml`.
 std::filesystem::path defaultTargetsPath();
 
-/// The remote executor's configuration for an ssh or slurm target.
-RemoteExecutorConfig remoteConfig(const TargetSpec& t);
+/// The remote executor's configuration for an ssh or slurm target; `healthFile` non-empty keeps
+/// the target's health there across sessions (target_health.h).
+RemoteExecutorConfig remoteConfig(const TargetSpec& t, const std::filesystem::path& healthFile = {});
+
+/// Seconds of a Slurm `--time` value (minutes, MM:SS, HH:MM:SS, D-HH, D-HH:MM, D-HH:MM:SS);
+/// -1 for UNLIMITED or a value it cannot read.
+double slurmTimeLimitSeconds(const std::string& limit);
 
 /// Several targets as one executor, for one session split across them. Only compatible
 /// targets join: hello() refuses targets whose devices differ (naming both), so every result

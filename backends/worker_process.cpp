@@ -8,6 +8,7 @@
 #include <cstring>
 #include <fcntl.h>
 #include <fstream>
+#include <optional>
 #include <poll.h>
 #include <sys/resource.h>
 #include <sys/wait.h>
@@ -60,29 +61,35 @@ std::string signalDescription(int sig)
     return name + " (" + strsignal(sig) + ")";
 }
 
-nlohmann::json runWorker(const WorkerCommand& cmd, const nlohmann::json& request, const WorkerLimits& limits,
-    const std::atomic<bool>* cancel)
+WorkerProcess::WorkerProcess(const WorkerCommand& cmd, const WorkerLimits& limits)
+    : m_started(Clock::now())
 {
-    const std::string id = request.value("id", std::string());
-    const std::string type = request.value("type", std::string());
-    auto failure = [&](proto::FailureKind kind, const std::string& stage, const std::string& message) {
-        return proto::makeFailure(id, kind, stage, message);
-    };
-    if (cmd.argv.empty())
-        return failure(proto::FailureKind::WorkerError, "start", "no worker command configured");
-
+    if (cmd.argv.empty()) {
+        m_startError = "no worker command configured";
+        m_reaped = true;
+        return;
+    }
     int in[2], out[2], err[2];
-    if (pipe2(in, O_CLOEXEC) != 0 || pipe2(out, O_CLOEXEC) != 0 || pipe2(err, O_CLOEXEC) != 0)
-        return failure(proto::FailureKind::WorkerError, "start", std::string("pipe: ") + strerror(errno));
-
+    if (pipe2(in, O_CLOEXEC) != 0 || pipe2(out, O_CLOEXEC) != 0 || pipe2(err, O_CLOEXEC) != 0) {
+        m_startError = std::string("pipe: ") + strerror(errno);
+        m_reaped = true;
+        return;
+    }
     std::vector<char*> argv;
     for (const auto& a : cmd.argv)
         argv.push_back(const_cast<char*>(a.c_str()));
     argv.push_back(nullptr);
+    // A worker that dies while we write its request must not kill us.
+    signal(SIGPIPE, SIG_IGN);
 
     pid_t pid = fork();
-    if (pid < 0)
-        return failure(proto::FailureKind::WorkerError, "start", std::string("fork: ") + strerror(errno));
+    if (pid < 0) {
+        m_startError = std::string("fork: ") + strerror(errno);
+        for (int fd : {in[0], in[1], out[0], out[1], err[0], err[1]})
+            close(fd);
+        m_reaped = true;
+        return;
+    }
     if (pid == 0) {
         setpgid(0, 0);
         dup2(in[0], 0);
@@ -109,53 +116,171 @@ nlohmann::json runWorker(const WorkerCommand& cmd, const nlohmann::json& request
     close(in[0]);
     close(out[1]);
     close(err[1]);
+    m_pid = pid;
+    m_in = in[1];
+    m_out = out[0];
+    m_err = err[0];
+    // Requests are written from the poll loop, so a worker that never reads cannot block us.
+    fcntl(m_in, F_SETFL, fcntl(m_in, F_GETFL) | O_NONBLOCK);
+}
 
-    std::string line = request.dump() + "\n";
-    // Write the request, then close stdin: the worker answers and exits at EOF.
-    {
-        signal(SIGPIPE, SIG_IGN);
-        size_t off = 0;
-        while (off < line.size()) {
-            ssize_t n = write(in[1], line.data() + off, line.size() - off);
-            if (n < 0) {
-                if (errno == EINTR)
-                    continue;
-                break;
-            }
-            off += static_cast<size_t>(n);
+WorkerProcess::~WorkerProcess()
+{
+    if (!m_reaped && m_pid > 0)
+        ::kill(-m_pid, SIGKILL);
+    reap();
+}
+
+double WorkerProcess::ageSeconds() const
+{
+    return std::chrono::duration<double>(Clock::now() - m_started).count();
+}
+
+void WorkerProcess::reap()
+{
+    if (m_reaped)
+        return;
+    m_reaped = true;
+    for (int* fd : {&m_in, &m_out, &m_err})
+        if (*fd >= 0) {
+            close(*fd);
+            *fd = -1;
         }
-        close(in[1]);
+    while (waitpid(m_pid, &m_status, 0) < 0 && errno == EINTR) {
     }
+    // Compilers the worker started may outlive it; they are in its process group.
+    ::kill(-m_pid, SIGKILL);
+}
 
-    std::string outBuf, errBuf;
+bool WorkerProcess::alive()
+{
+    if (m_reaped)
+        return false;
+    bool gone = false;
+    pollfd fds[2] = {{m_out, POLLIN, 0}, {m_err, POLLIN, 0}};
+    if (poll(fds, 2, 0) > 0) {
+        // Output between requests: stdout is unasked for, so the worker is out of step; an end
+        // of either stream means the process (or its connection) is gone.
+        if (fds[0].revents & (POLLIN | POLLHUP | POLLERR))
+            gone = true;
+        if (fds[1].revents & (POLLIN | POLLHUP | POLLERR)) {
+            char buf[4096];
+            ssize_t n = read(m_err, buf, sizeof buf);
+            if (n <= 0)
+                gone = true;
+            else
+                m_errBuf.append(buf, static_cast<size_t>(n));
+        }
+    }
+    if (!gone) {
+        int status = 0;
+        pid_t r = waitpid(m_pid, &status, WNOHANG);
+        if (r == m_pid) {
+            m_status = status;
+            // Reaped already: only the pipes and the group are left.
+            m_reaped = true;
+            for (int* fd : {&m_in, &m_out, &m_err})
+                if (*fd >= 0) {
+                    close(*fd);
+                    *fd = -1;
+                }
+            ::kill(-m_pid, SIGKILL);
+            return false;
+        }
+    }
+    if (gone) {
+        ::kill(-m_pid, SIGKILL);
+        reap();
+        return false;
+    }
+    return true;
+}
+
+void WorkerProcess::stop(double graceSeconds)
+{
+    if (m_reaped)
+        return;
+    if (m_in >= 0) {
+        close(m_in);
+        m_in = -1;
+    }
+    const auto until = Clock::now() + std::chrono::milliseconds(static_cast<long>(1000 * graceSeconds));
+    bool outOpen = true, errOpen = true;
+    while ((outOpen || errOpen) && Clock::now() < until) {
+        pollfd fds[2] = {{outOpen ? m_out : -1, POLLIN, 0}, {errOpen ? m_err : -1, POLLIN, 0}};
+        if (poll(fds, 2, 50) < 0 && errno != EINTR)
+            break;
+        char buf[4096];
+        if (outOpen && (fds[0].revents & (POLLIN | POLLHUP | POLLERR)) && read(m_out, buf, sizeof buf) <= 0)
+            outOpen = false;
+        if (errOpen && (fds[1].revents & (POLLIN | POLLHUP | POLLERR)) && read(m_err, buf, sizeof buf) <= 0)
+            errOpen = false;
+    }
+    if (outOpen || errOpen)
+        ::kill(-m_pid, SIGKILL);
+    reap();
+}
+
+nlohmann::json WorkerProcess::exchange(
+    const nlohmann::json& request, const WorkerLimits& limits, const std::atomic<bool>* cancel, bool last)
+{
+    const std::string id = request.value("id", std::string());
+    const std::string type = request.value("type", std::string());
+    auto failure = [&](proto::FailureKind kind, const std::string& stage, const std::string& message) {
+        return proto::makeFailure(id, kind, stage, message);
+    };
+    if (!m_startError.empty())
+        return failure(proto::FailureKind::WorkerError, "start", m_startError);
+    if (m_reaped)
+        return failure(proto::FailureKind::WorkerError, "start", "the worker process is no longer running");
+
+    const std::string line = request.dump() + "\n";
+    size_t written = 0;
+    m_errBuf.clear(); // this exchange's stderr only: it explains this exchange's end
     nlohmann::json result;
     std::string stage = "start";
     std::string lastDetail;
     std::optional<nlohmann::json> verdict; // set when the executor decides the outcome itself
     auto stageStart = Clock::now();
     bool outOpen = true, errOpen = true;
-    auto kill = [&] { ::kill(-pid, SIGKILL); };
+    auto kill = [&] { ::kill(-m_pid, SIGKILL); };
+    auto closeInput = [&] {
+        if (m_in >= 0) {
+            close(m_in);
+            m_in = -1;
+        }
+    };
 
     while (outOpen || errOpen) {
-        pollfd fds[2] = {{out[0], POLLIN, 0}, {err[0], POLLIN, 0}};
-        if (!outOpen)
-            fds[0].fd = -1;
-        if (!errOpen)
-            fds[1].fd = -1;
-        int rc = poll(fds, 2, 50);
+        if (!last && !result.is_null() && !verdict)
+            break; // a persistent worker answered: it stays for the next request
+        const bool writing = m_in >= 0 && written < line.size();
+        pollfd fds[3] = {{outOpen ? m_out : -1, POLLIN, 0}, {errOpen ? m_err : -1, POLLIN, 0},
+            {writing ? m_in : -1, POLLOUT, 0}};
+        int rc = poll(fds, 3, 50);
         if (rc < 0 && errno != EINTR)
             break;
+        if (writing && (fds[2].revents & (POLLOUT | POLLERR | POLLHUP))) {
+            ssize_t n = write(m_in, line.data() + written, line.size() - written);
+            if (n > 0)
+                written += static_cast<size_t>(n);
+            else if (n < 0 && errno != EINTR && errno != EAGAIN)
+                closeInput(); // the worker is gone; its end of output says how
+            // A one-shot worker answers and exits at end of input.
+            if (last && written == line.size())
+                closeInput();
+        }
         char buf[65536];
         if (outOpen && (fds[0].revents & (POLLIN | POLLHUP | POLLERR))) {
-            ssize_t n = read(out[0], buf, sizeof buf);
+            ssize_t n = read(m_out, buf, sizeof buf);
             if (n <= 0) {
                 outOpen = false;
             } else {
-                outBuf.append(buf, static_cast<size_t>(n));
+                m_outBuf.append(buf, static_cast<size_t>(n));
                 size_t nl;
-                while ((nl = outBuf.find('\n')) != std::string::npos) {
-                    std::string l = outBuf.substr(0, nl);
-                    outBuf.erase(0, nl + 1);
+                while ((nl = m_outBuf.find('\n')) != std::string::npos) {
+                    std::string l = m_outBuf.substr(0, nl);
+                    m_outBuf.erase(0, nl + 1);
                     if (l.empty() || verdict)
                         continue;
                     try {
@@ -175,7 +300,7 @@ nlohmann::json runWorker(const WorkerCommand& cmd, const nlohmann::json& request
                         kill();
                     }
                 }
-                if (outBuf.size() > kMaxLine && !verdict) {
+                if (m_outBuf.size() > kMaxLine && !verdict) {
                     verdict = failure(proto::FailureKind::ProtocolError, stage,
                         "worker sent a line longer than 64 MiB without a newline");
                     kill();
@@ -183,13 +308,13 @@ nlohmann::json runWorker(const WorkerCommand& cmd, const nlohmann::json& request
             }
         }
         if (errOpen && (fds[1].revents & (POLLIN | POLLHUP | POLLERR))) {
-            ssize_t n = read(err[0], buf, sizeof buf);
+            ssize_t n = read(m_err, buf, sizeof buf);
             if (n <= 0) {
                 errOpen = false;
             } else {
-                errBuf.append(buf, static_cast<size_t>(n));
-                if (errBuf.size() > 2 * kMaxStderr)
-                    errBuf.erase(0, errBuf.size() - kMaxStderr);
+                m_errBuf.append(buf, static_cast<size_t>(n));
+                if (m_errBuf.size() > 2 * kMaxStderr)
+                    m_errBuf.erase(0, m_errBuf.size() - kMaxStderr);
             }
         }
         if (verdict)
@@ -205,7 +330,7 @@ nlohmann::json runWorker(const WorkerCommand& cmd, const nlohmann::json& request
             kill();
             continue;
         }
-        double rss = residentMiB(pid);
+        double rss = residentMiB(m_pid);
         if (rss > limits.memoryMiB) {
             char msg[160];
             std::snprintf(msg, sizeof msg, "resident memory %.0f MiB exceeded the %.0f MiB limit in stage '%s'", rss,
@@ -219,39 +344,52 @@ nlohmann::json runWorker(const WorkerCommand& cmd, const nlohmann::json& request
             kill();
         }
     }
-    close(out[0]);
-    close(err[0]);
-    int status = 0;
-    while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
-    }
-    // Compilers the worker started may outlive it; they are in its process group.
-    ::kill(-pid, SIGKILL);
-
-    if (verdict)
-        return *verdict;
-    if (!result.is_null()) {
+    auto misfit = [&]() -> std::optional<nlohmann::json> {
         if (type == "eval" && result.value("type", std::string()) != "result")
             return failure(proto::FailureKind::ProtocolError, stage,
                 "worker answered an eval with a '" + result.value("type", std::string()) + "' message");
-        return result;
+        return std::nullopt;
+    };
+    if (!last && !verdict && !result.is_null()) {
+        auto bad = misfit();
+        if (!bad)
+            return result;
+        kill(); // out of step with us: no further request may go to it
+        reap();
+        return *bad;
     }
-    if (WIFSIGNALED(status)) {
-        int sig = WTERMSIG(status);
+    if (outOpen || errOpen)
+        kill();
+    reap();
+
+    if (verdict)
+        return *verdict;
+    if (!result.is_null())
+        return misfit().value_or(result);
+    if (WIFSIGNALED(m_status)) {
+        int sig = WTERMSIG(m_status);
         std::string msg = "worker died on " + signalDescription(sig) + " in stage '" + stage + "'";
         if (!lastDetail.empty())
             msg += " (" + lastDetail + ")";
         auto kind = proto::FailureKind::Crash;
         // An allocation refused by the address-space backstop usually ends in an abort.
-        if (sig == SIGABRT && errBuf.find("bad_alloc") != std::string::npos)
+        if (sig == SIGABRT && m_errBuf.find("bad_alloc") != std::string::npos)
             kind = proto::FailureKind::MemoryLimit;
         return failure(kind, stage, msg);
     }
-    int code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-    std::string stderrTail = tail(errBuf, 600);
+    int code = WIFEXITED(m_status) ? WEXITSTATUS(m_status) : -1;
+    std::string stderrTail = tail(m_errBuf, 600);
     if (code == 127)
         return failure(proto::FailureKind::WorkerError, "start", "could not start the worker: " + stderrTail);
     return failure(proto::FailureKind::ProtocolError, stage,
         "worker exited with code " + std::to_string(code) + " without a result; stderr: " + stderrTail);
+}
+
+nlohmann::json runWorker(const WorkerCommand& cmd, const nlohmann::json& request, const WorkerLimits& limits,
+    const std::atomic<bool>* cancel)
+{
+    WorkerProcess worker(cmd, limits);
+    return worker.exchange(request, limits, cancel, /*last=*/true);
 }
 
 } // namespace hone::backends

@@ -3,7 +3,9 @@
 #include <nlohmann/json.hpp>
 
 #include <atomic>
+#include <chrono>
 #include <string>
+#include <sys/types.h>
 #include <vector>
 
 namespace hone::backends {
@@ -22,10 +24,51 @@ struct WorkerCommand {
     std::vector<std::string> argv;
 };
 
+/// One worker process in its own process group, with pipes to its stdin, stdout and stderr. It
+/// serves one request (`exchange(..., last = true)`, then it exits at end of input) or many in
+/// turn (a persistent worker). Whatever goes wrong during an exchange — a crash (signal), no
+/// progress within a stage's limit, the memory limit, garbage on stdout, an exit without a reply,
+/// cancellation — ends the process (killed as a group) and becomes a failed result with the
+/// reason; `alive()` is then false.
+class WorkerProcess {
+public:
+    /// Starts `cmd`; `limits.addressSpaceLimit` and `memoryMiB` set the RLIMIT_AS backstop.
+    WorkerProcess(const WorkerCommand& cmd, const WorkerLimits& limits);
+    ~WorkerProcess(); // kills the group if it still runs
+    WorkerProcess(const WorkerProcess&) = delete;
+    WorkerProcess& operator=(const WorkerProcess&) = delete;
+
+    /// Sends `request` and returns the worker's reply (a `result`, or for hello and calibrate the
+    /// reply), or a failed result saying why there was none. With `last` the worker's input is
+    /// closed after the request and the process is reaped before returning.
+    nlohmann::json exchange(const nlohmann::json& request, const WorkerLimits& limits,
+        const std::atomic<bool>* cancel, bool last);
+
+    /// False once the process ended or was killed. Checks an idle worker without blocking: an
+    /// end of output, or output nobody asked for, means it is gone (and it is reaped).
+    bool alive();
+
+    /// Closes the worker's input (it exits at end of input), waits up to `graceSeconds`, then
+    /// kills the group.
+    void stop(double graceSeconds);
+
+    /// Seconds since the process started.
+    double ageSeconds() const;
+
+private:
+    void reap(); // closes the pipes, waits for the process, kills what is left of its group
+
+    pid_t m_pid = -1;
+    int m_in = -1, m_out = -1, m_err = -1;
+    std::string m_outBuf, m_errBuf;
+    std::string m_startError;
+    int m_status = 0;
+    bool m_reaped = false;
+    std::chrono::steady_clock::time_point m_started;
+};
+
 /// Runs one request through a fresh worker process and returns its `result` (or, for hello
-/// and calibrate, the reply). Anything that goes wrong becomes a failed result with a reason:
-/// a crash (signal), a time-out per stage, the memory limit, garbage on stdout, or an exit
-/// without a result. The worker is started in its own process group and killed as a group.
+/// and calibrate, the reply); failures as WorkerProcess::exchange describes.
 nlohmann::json runWorker(const WorkerCommand& cmd, const nlohmann::json& request, const WorkerLimits& limits,
     const std::atomic<bool>* cancel = nullptr);
 
