@@ -483,8 +483,14 @@ void CudaBackend::release(void* p) noexcept
 void CudaBackend::upload(void* device, const void* host, size_t bytes)
 {
     ensureContext();
-    if (bytes)
-        check(m_driver->cuMemcpyHtoD(reinterpret_cast<CUdeviceptr>(device), host, bytes), "cuMemcpyHtoD");
+    if (!bytes)
+        return;
+    check(m_driver->cuMemcpyHtoD(reinterpret_cast<CUdeviceptr>(device), host, bytes), "cuMemcpyHtoD");
+    // From pageable memory cuMemcpyHtoD returns once the bytes are staged, before the DMA has
+    // landed, and the candidate's stream does not wait for the legacy stream that carries it
+    // (CU_STREAM_NON_BLOCKING). Without this wait a kernel could read stale inputs, or have the
+    // output poison written over its results (seen on H100 as spurious partial_write and NaN).
+    check(m_driver->cuCtxSynchronize(), "the synchronize after an upload");
 }
 
 void CudaBackend::download(void* host, const void* device, size_t bytes)
@@ -758,8 +764,9 @@ core::Ceilings CudaBackend::ceilings(bool force, bool* cached)
         *cached = false;
     if (!available())
         throw std::runtime_error("no CUDA ceilings: " + unavailableReason());
-    const std::string key = core::sha256Hex(
-        m_name + "\n" + m_uuid + "\n" + std::to_string(m_driverVersion) + "\n" + compilerVersion());
+    // The calibration source is part of the key: a better method measures again.
+    const std::string key = core::sha256Hex(std::string(embedded::kCudaCeilingsSource) + "\n" + m_name + "\n"
+        + m_uuid + "\n" + std::to_string(m_driverVersion) + "\n" + compilerVersion());
     return cachedCeilings(m_cacheDir / ("ceilings-cuda-" + key + ".json"), force, cached, m_ceilings, [this] {
         auto lock = lockForTiming();
         CompileJob job;
@@ -780,7 +787,7 @@ core::Ceilings CudaBackend::ceilings(bool force, bool* cached)
         auto fn = reinterpret_cast<Fn>(::dlsym(handle, "hone_cuda_ceilings"));
         if (!fn)
             throw std::runtime_error("the CUDA calibration object has no hone_cuda_ceilings");
-        double v[3] = { 0, 0, 0 };
+        double v[6] = { 0, 0, 0, 0, 0, 0 };
         const int rc = fn(m_stream, v);
         synchronize();
         if (rc != 0)
@@ -790,8 +797,11 @@ core::Ceilings CudaBackend::ceilings(bool force, bool* cached)
         c.peakGbps = v[0];
         c.peakGflops = v[1];
         c.peakTensorGflops = v[2];
-        c.method = "copy: 1 GiB device-to-device float4 grid-stride copy, median of 15, bytes read + written; "
-                   "fma: f32 FMA, 8 chains per thread, "
+        auto gbps = [](double x) { return std::to_string(static_cast<long long>(x + 0.5)); };
+        c.method = "copy: 1 GiB device-to-device, bytes read + written, median of 15 each, the best of a "
+                   "float4 grid-stride kernel ("
+            + gbps(v[3]) + " GB/s), a float4 tiled kernel with 4 loads in flight per thread (" + gbps(v[4])
+            + " GB/s) and cuMemcpy (" + gbps(v[5]) + " GB/s); fma: f32 FMA, 8 chains per thread, "
             + std::to_string(m_sms * 16) + " blocks of 256, median of 9; tensor: cuBLASLt bf16 8192^3 GEMM, "
             + "fp32 accumulate, median of 9; built with " + compilerVersion();
         return c;
