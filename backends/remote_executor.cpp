@@ -91,6 +91,8 @@ RemoteExecutor::RemoteExecutor(RemoteExecutorConfig config)
 {
     m_config.parallel = std::max(1, m_config.parallel);
     m_config.retries = std::max(0, m_config.retries);
+    if (m_config.kind == RemoteExecutorConfig::Kind::Slurm)
+        m_queue = std::make_unique<SlurmQueue>();
     if (!m_config.healthFile.empty()) {
         // A corrupt file reads as empty here; `hone targets check` and `--on` report it.
         const TargetHealth h = TargetHealthFile(m_config.healthFile).get(m_config.name);
@@ -217,9 +219,30 @@ WorkerCommand RemoteExecutor::command(const std::string& tag) const
     return cmd;
 }
 
-nlohmann::json RemoteExecutor::attempt(const nlohmann::json& req, const WorkerLimits& limits, bool& infra)
+WorkerLimits RemoteExecutor::slurmLimits(const WorkerLimits& limits, const std::string& tag)
 {
-    infra = false;
+    WorkerLimits l = limits;
+    if (!m_queue)
+        return l;
+    l.queueSeconds = m_config.queueSeconds;
+    l.startProbe = [queue = m_queue.get(), name = "hone-eval-" + tag]() {
+        StartStatus s;
+        const std::optional<SlurmJob> job = queue->find(name);
+        if (!job) // not submitted yet, or squeue is unavailable: the start limit decides
+            return s;
+        s.abort = hopelessPending(*job);
+        if (job->state == "PENDING") {
+            s.queued = true;
+            s.detail = "job " + job->id + " pending: " + job->reason;
+        }
+        return s;
+    };
+    return l;
+}
+
+nlohmann::json RemoteExecutor::attempt(const nlohmann::json& req, const WorkerLimits& limits, Loss& loss)
+{
+    loss = Loss::None;
     const bool slurm = m_config.kind == RemoteExecutorConfig::Kind::Slurm;
     nlohmann::json r;
     std::string tag;
@@ -228,18 +251,43 @@ nlohmann::json RemoteExecutor::attempt(const nlohmann::json& req, const WorkerLi
     } else {
         tag = std::to_string(getpid()) + "-" + std::to_string(m_attempts.fetch_add(1));
         ++m_started;
-        r = runWorker(command(tag), req, limits, m_jobs.cancelled());
+        r = runWorker(command(tag), req, slurmLimits(limits, tag), m_jobs.cancelled());
     }
     auto f = r.find("failure");
     if (r.value("status", std::string()) != "failed" || f == r.end() || !f->is_object())
         return r;
-    if (slurm && !m_config.persistent) // a step that timed out, was cancelled or lost its srun must not linger
-        runQuiet({"scancel", "--quiet", "--name", "hone-eval-" + tag});
     const std::string kind = f->value("kind", std::string());
     const std::string stage = f->value("stage", std::string());
     std::string msg = f->value("message", std::string());
-    if (msg == "cancelled")
+    if (msg == "cancelled") {
+        if (slurm && !m_config.persistent)
+            runQuiet({"scancel", "--quiet", "--name", "hone-eval-" + tag});
         return r;
+    }
+    // What Slurm says of the job, read before it is cancelled below: a job the cluster ended
+    // reads differently from one whose worker died. Only where the worker's end is unexplained
+    // (it died, or the transport went away): a verdict of ours (a stage timeout, the memory
+    // limit, garbage on stdout) killed srun, and the job's state then says nothing new.
+    std::optional<SlurmJob> job;
+    const bool unexplained = kind == "crash" || msg.rfind("worker exited with code", 0) == 0
+        || msg.rfind("worker died on", 0) == 0 || contains(msg, "hone-remote: worker killed by signal");
+    if (slurm && !m_config.persistent && unexplained)
+        job = m_queue->find("hone-eval-" + tag, /*fresh=*/true);
+    if (slurm && !m_config.persistent) // a step that timed out, was cancelled or lost its srun must not linger
+        runQuiet({"scancel", "--quiet", "--name", "hone-eval-" + tag});
+    if (kind == "worker_error" && stage == "start"
+        && (msg.rfind("Slurm will not start", 0) == 0 || msg.rfind("queued for", 0) == 0)) {
+        // Another attempt would wait in the same queue for the same reason.
+        loss = Loss::Final;
+        (*f)["message"] = where() + ": " + msg;
+        return r;
+    }
+    if (job && endedByCluster(job->state)) {
+        loss = Loss::Retry;
+        (*f)["message"] = msg + " (Slurm: job " + job->id + " " + job->state
+            + (job->reason.empty() || job->reason == "None" ? std::string() : ", " + job->reason) + ")";
+        return r;
+    }
     // The wrapper saw the worker end: a candidate's doing (or the worker's), never retried.
     static const std::string killed = "hone-remote: worker killed by signal ";
     if (auto k = msg.find(killed); k != std::string::npos && !(slurm && contains(msg, "CANCELLED"))) {
@@ -257,7 +305,7 @@ nlohmann::json RemoteExecutor::attempt(const nlohmann::json& req, const WorkerLi
             || contains(msg, "Job step aborted") || contains(msg, "Unable to allocate"));
     const bool neverAnswered = kind == "timeout" && stage == "start";
     if ((lostTransport && !contains(msg, "hone-remote: worker exited with code")) || slurmKilled || neverAnswered)
-        infra = true;
+        loss = Loss::Retry;
     return r;
 }
 
@@ -285,12 +333,13 @@ nlohmann::json RemoteExecutor::persistentExchange(const nlohmann::json& req, con
     if (!w.process) {
         w.tag = std::to_string(getpid()) + "-" + std::to_string(m_attempts.fetch_add(1));
         ++m_started;
-        w.process = std::make_unique<WorkerProcess>(command(w.tag), limits);
+        const WorkerLimits startLimits = slurmLimits(limits, w.tag);
+        w.process = std::make_unique<WorkerProcess>(command(w.tag), startLimits);
         // The handshake checks the protocol version and bears the start-up (allocation, key
         // exchange), so the request's own stages get their usual limits.
         nlohmann::json hello = proto::makeMessage("hello");
         hello["id"] = req.value("type", std::string()) == "hello" ? id : "hello";
-        WorkerLimits handshake = limits;
+        WorkerLimits handshake = startLimits;
         handshake.stageSeconds = std::max(limits.stageSeconds, 60.0);
         nlohmann::json h = w.process->exchange(hello, handshake, m_jobs.cancelled(), false);
         if (h.value("type", std::string()) != "hello") {
@@ -339,9 +388,16 @@ nlohmann::json RemoteExecutor::request(const nlohmann::json& req, const WorkerLi
             while (std::chrono::steady_clock::now() < until && !*m_jobs.cancelled())
                 std::this_thread::sleep_for(std::chrono::milliseconds(50));
         }
-        bool infra = false;
-        last = attempt(req, limits, infra);
-        if (!infra) {
+        Loss loss = Loss::None;
+        last = attempt(req, limits, loss);
+        if (loss == Loss::Final) {
+            // Not retried; the target is unhealthy all the same (a pool benches it, and the
+            // next session probes it first).
+            ++m_infraFailures;
+            recordOutcome(true, last["failure"].value("message", std::string()));
+            return last;
+        }
+        if (loss == Loss::None) {
             if (last.value("status", std::string()) != "failed"
                 || last["failure"].value("kind", std::string()) != "worker_error") {
                 m_infraFailures = 0;

@@ -1,6 +1,7 @@
 #pragma once
 
 #include "backends/job_threads.h"
+#include "backends/slurm_queue.h"
 #include "backends/worker_process.h"
 #include "core/executor.h"
 
@@ -27,6 +28,7 @@ struct RemoteExecutorConfig {
     std::string partition;            // empty: the cluster's default partition
     int gpusPerTask = 0;
     std::string timeLimit = "30";     // srun --time (Slurm's formats: minutes, H:MM:SS, ...)
+    double queueSeconds = 1800;       // the longest a job may wait in the queue; 0: no limit
     std::vector<std::string> extraArgs; // appended to the ssh or srun options
     // Both: the worker on the remote side.
     std::string workerPath = "hone-worker";
@@ -51,7 +53,11 @@ struct RemoteExecutorConfig {
 /// per slot that serves request after request. The worker runs inside a small shell wrapper that
 /// reports its exit status or signal on stderr, which tells a candidate that killed its worker
 /// (a crash, as locally; a persistent worker is then replaced) from a transport that lost it:
-/// ssh exit 255, srun errors, a cancelled or preempted job, a node that never answered.
+/// ssh exit 255, srun errors, a cancelled or preempted job, a node that never answered. On Slurm
+/// the job's state comes from squeue (no accounting needed): a job waiting for resources is not a
+/// hung worker, a job that can never start (a down partition, a per-job limit) fails at once
+/// without retries, and a job the cluster ended (cancelled, preempted, node failure, time limit)
+/// is retried.
 /// Transport failures are retried `retries` times, then the job fails with kind worker_error
 /// naming the target and the reason; the session goes on. With a health file, infrastructure
 /// failures and probes are kept across sessions, and a target that was unhealthy is probed (a
@@ -89,8 +95,17 @@ private:
         int served = 0;  // requests answered
     };
 
-    /// One attempt; `infra` is set when the transport, not the worker, failed.
-    nlohmann::json attempt(const nlohmann::json& req, const WorkerLimits& limits, bool& infra);
+    /// How an attempt was lost, when it was not the worker's (or the candidate's) doing.
+    enum class Loss {
+        None,  // the worker answered, or the candidate failed
+        Retry, // the transport or the cluster lost it: another attempt may succeed
+        Final, // the target cannot run it as configured (a hopeless Slurm job, a queue timeout)
+    };
+    /// One attempt.
+    nlohmann::json attempt(const nlohmann::json& req, const WorkerLimits& limits, Loss& loss);
+    /// `limits` with a start probe for the Slurm job named hone-eval-TAG: a job waiting in the
+    /// queue keeps the start stage's clock still, one that can never start fails at once.
+    WorkerLimits slurmLimits(const WorkerLimits& limits, const std::string& tag);
     /// One exchange with a persistent worker: an idle one, or a new one after a hello handshake.
     nlohmann::json persistentExchange(const nlohmann::json& req, const WorkerLimits& limits);
     void dropWorker(Persistent& w, bool graceful);
@@ -111,6 +126,7 @@ private:
     std::atomic<bool> m_healthDirty {true}; // the health file may not say "healthy" yet
     std::mutex m_idleMutex;
     std::vector<Persistent> m_idle;      // guarded by m_idleMutex
+    std::unique_ptr<SlurmQueue> m_queue; // Slurm targets: squeue, shared by the slots
     JobThreads m_jobs; // last: its threads use the members above
 };
 

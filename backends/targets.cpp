@@ -94,7 +94,8 @@ private:
     TargetSpec readTarget(const std::string& name, const toml::table& t, const toml::source_region& at)
     {
         static const std::vector<std::string> allowed = {"executor", "host", "ssh_config", "partition",
-            "gpus_per_task", "time_limit", "extra_args", "worker", "cache_dir", "device", "parallel", "retries", "persistent"};
+            "gpus_per_task", "time_limit", "queue_timeout", "extra_args", "worker", "cache_dir", "device", "parallel", "retries",
+            "persistent"};
         const std::string path = "targets." + name;
         for (auto&& [k, v] : t) {
             if (std::find(allowed.begin(), allowed.end(), std::string(k.str())) == allowed.end()) {
@@ -119,6 +120,10 @@ private:
         s.partition = str(t, path, "partition", "");
         s.gpusPerTask = integer(t, path, "gpus_per_task", 0, 0, 64);
         s.timeLimit = str(t, path, "time_limit", "30");
+        s.queueTimeout = integer(t, path, "queue_timeout", 1800, 0, 7 * 24 * 3600);
+        if (t.get("queue_timeout") && s.executor != "slurm")
+            fail(t.get("queue_timeout")->source(), path + ".queue_timeout", "only Slurm jobs wait in a queue",
+                "queue_timeout only on slurm targets");
         if (const toml::node* n = t.get("extra_args")) {
             if (!n->is_array())
                 fail(n->source(), path + ".extra_args", "not an array", "an array of strings");
@@ -223,6 +228,7 @@ RemoteExecutorConfig remoteConfig(const TargetSpec& t, const std::filesystem::pa
     c.partition = t.partition;
     c.gpusPerTask = t.gpusPerTask;
     c.timeLimit = t.timeLimit;
+    c.queueSeconds = t.queueTimeout;
     c.extraArgs = t.extraArgs;
     c.workerPath = t.worker.empty() ? "hone-worker" : t.worker;
     c.cacheDir = t.cacheDir;

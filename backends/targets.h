@@ -21,6 +21,7 @@ struct TargetSpec {
     std::string partition;           // slurm
     int gpusPerTask = 0;             // slurm: --gres=gpu:N
     std::string timeLimit = "30";    // slurm: --time
+    int queueTimeout = 1800;         // slurm: seconds a job may wait in the queue (0: no limit)
     std::vector<std::string> extraArgs; // more ssh or srun options
     std::string worker;              // hone-worker on the target (empty: "hone-worker", or the local default)
     std::string cacheDir;            // on the target

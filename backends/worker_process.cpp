@@ -242,6 +242,9 @@ nlohmann::json WorkerProcess::exchange(
     std::string lastDetail;
     std::optional<nlohmann::json> verdict; // set when the executor decides the outcome itself
     auto stageStart = Clock::now();
+    bool heard = false; // any message from the worker yet
+    auto nextProbe = Clock::now();
+    std::optional<Clock::time_point> queuedSince;
     bool outOpen = true, errOpen = true;
     auto kill = [&] { ::kill(-m_pid, SIGKILL); };
     auto closeInput = [&] {
@@ -283,6 +286,7 @@ nlohmann::json WorkerProcess::exchange(
                     m_outBuf.erase(0, nl + 1);
                     if (l.empty() || verdict)
                         continue;
+                    heard = true;
                     try {
                         nlohmann::json msg = proto::parseMessage(l);
                         std::string t = msg.value("type", std::string());
@@ -319,6 +323,30 @@ nlohmann::json WorkerProcess::exchange(
         }
         if (verdict)
             continue;
+        if (!heard && limits.startProbe && Clock::now() >= nextProbe) {
+            nextProbe = Clock::now() + std::chrono::seconds(1);
+            const StartStatus s = limits.startProbe();
+            if (!s.abort.empty()) {
+                verdict = failure(proto::FailureKind::WorkerError, "start", s.abort);
+                kill();
+                continue;
+            }
+            if (s.queued) {
+                if (!queuedSince)
+                    queuedSince = Clock::now();
+                stageStart = Clock::now(); // waiting in a queue is not a silent worker
+                lastDetail = s.detail;
+                const double queued = std::chrono::duration<double>(Clock::now() - *queuedSince).count();
+                if (limits.queueSeconds > 0 && queued > limits.queueSeconds) {
+                    char msg[160];
+                    std::snprintf(msg, sizeof msg, "queued for %.0f s without starting (limit %.0f s): ", queued,
+                        limits.queueSeconds);
+                    verdict = failure(proto::FailureKind::WorkerError, "start", msg + s.detail);
+                    kill();
+                    continue;
+                }
+            }
+        }
         double limit = stage == "compile" ? limits.compileSeconds : limits.stageSeconds;
         double inStage = std::chrono::duration<double>(Clock::now() - stageStart).count();
         // Waiting for the device's timing lock says nothing about this candidate.

@@ -4,11 +4,19 @@
 
 #include <atomic>
 #include <chrono>
+#include <functional>
 #include <string>
 #include <sys/types.h>
 #include <vector>
 
 namespace hone::backends {
+
+/// What a start probe says about a worker that has not said anything yet (stage 'start').
+struct StartStatus {
+    bool queued = false; // waiting its turn for resources: the start stage's clock stands still
+    std::string detail;  // why it waits, for messages ("job 12 pending: Resources")
+    std::string abort;   // non-empty: it will never start; the request fails with this message
+};
 
 /// Limits the executor enforces from outside the worker.
 struct WorkerLimits {
@@ -17,6 +25,11 @@ struct WorkerLimits {
     double memoryMiB = 4096;         // resident set size of the worker process
     bool addressSpaceLimit = true;   // RLIMIT_AS backstop; off for GPU workers, whose driver
                                      // reserves far more address space than it uses
+    /// Asked about once a second until the worker's first message (Slurm: the job's state in
+    /// the queue), so that a job waiting for resources is not taken for a hung worker and one
+    /// that can never start fails at once.
+    std::function<StartStatus()> startProbe;
+    double queueSeconds = 0;         // the longest a queued start may wait; 0: no limit
 };
 
 /// How to start one worker: the command line (`hone-worker --stdio ...`, or `ssh host ...`).

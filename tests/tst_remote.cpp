@@ -10,6 +10,7 @@
 #include "backends/target_health.h"
 #include "backends/targets.h"
 #include "core/engine.h"
+#include "core/protocol.h"
 #include "core/store.h"
 
 #include <QProcess>
@@ -266,6 +267,37 @@ class TestRemote : public QObject {
         return false;
     }
 
+    /// Submits a job that holds every GPU of the loopback node for `seconds` and waits until it
+    /// runs; its id, or empty.
+    static QString takeAllGpus(int seconds)
+    {
+        QProcess sb;
+        sb.start("sbatch", {"--parsable", "--gres=gpu:4", "--job-name", "hone-test-blocker", "--output", "/dev/null",
+                               "--wrap", "sleep " + QString::number(seconds)});
+        sb.waitForFinished(10000);
+        const QString id = QString::fromUtf8(sb.readAllStandardOutput()).trimmed().split(';').first();
+        if (id.isEmpty())
+            return {};
+        for (int i = 0; i < 100; ++i) {
+            QProcess q;
+            q.start("squeue", {"-h", "-j", id, "-o", "%T"});
+            q.waitForFinished(10000);
+            if (QString::fromUtf8(q.readAllStandardOutput()).trimmed() == "RUNNING")
+                return id;
+            std::this_thread::sleep_for(std::chrono::milliseconds(100));
+        }
+        return {};
+    }
+
+    /// Whether squeue lists a job whose name starts with `prefix` in `state`.
+    static bool jobListed(const std::string& prefix, const char* state)
+    {
+        QProcess q;
+        q.start("squeue", {"-h", "-t", state, "-o", "%j"});
+        q.waitForFinished(10000);
+        return QString::fromUtf8(q.readAllStandardOutput()).contains(QString::fromStdString(prefix));
+    }
+
 private slots:
     void initTestCase()
     {
@@ -308,6 +340,15 @@ private slots:
             QFAIL("an unknown key was accepted");
         } catch (const backends::TargetsError& e) {
             QVERIFY2(std::string(e.what()).starts_with("t.toml:4:1: field 'targets.a.paralel': unknown key"), e.what());
+        }
+        QCOMPARE(ts[1].queueTimeout, 1800); // the default
+        try {
+            backends::parseTargets("[targets.a]\nexecutor = \"ssh\"\nhost = \"h\"\nqueue_timeout = 60\n", "t.toml");
+            QFAIL("queue_timeout was accepted on an ssh target");
+        } catch (const backends::TargetsError& e) {
+            QVERIFY2(std::string(e.what()).find("field 'targets.a.queue_timeout': only Slurm jobs wait in a queue")
+                    != std::string::npos,
+                e.what());
         }
         try {
             backends::parseTargets("[targets.a]\nexecutor = \"rsh\"\n", "t.toml");
@@ -473,6 +514,95 @@ private slots:
         QCOMPARE(r.progress.evaluations, 5);
         QCOMPARE(r.progress.failures, 0);
         QVERIFY(r.best.has_value());
+    }
+
+    /// While every GPU of the node is taken, an evaluation's job waits in the queue (reason
+    /// Resources). The start stage's limit (4 s here) must not take that for a silent worker:
+    /// the request is answered once the GPUs are free, by the first and only job.
+    void queuedSlurmJobWaitsForResources()
+    {
+        if (QString why = slurmMissing(); !why.isEmpty())
+            QSKIP(qPrintable(why));
+        const QString blocker = takeAllGpus(10);
+        QVERIFY2(!blocker.isEmpty(), "the job that takes every GPU did not start");
+        backends::RemoteExecutorConfig c = slurmTarget(1);
+        c.retries = 0; // a start timeout would fail the request: nothing hides it
+        backends::RemoteExecutor exec(c);
+        backends::WorkerLimits limits = c.limits;
+        limits.stageSeconds = 4;
+        nlohmann::json req = core::protocol::makeMessage("hello");
+        req["id"] = "queued";
+        const auto t0 = std::chrono::steady_clock::now();
+        const nlohmann::json r = exec.request(req, limits);
+        const double waited = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+        QVERIFY2(r.value("type", std::string()) == "hello", r.dump().c_str());
+        QVERIFY2(waited > 5, std::to_string(waited).c_str()); // it did wait for the blocker
+        QCOMPARE(exec.workersStarted(), 1L);
+        QCOMPARE(exec.consecutiveInfraFailures(), 0);
+    }
+
+    /// queue_timeout ends the wait: the request fails at once with the job's reason, naming the
+    /// target, and is not retried (another job would wait in the same queue).
+    void queueTimeoutEndsTheWait()
+    {
+        if (QString why = slurmMissing(); !why.isEmpty())
+            QSKIP(qPrintable(why));
+        const QString blocker = takeAllGpus(30);
+        QVERIFY2(!blocker.isEmpty(), "the job that takes every GPU did not start");
+        backends::RemoteExecutorConfig c = slurmTarget(1);
+        c.queueSeconds = 3;
+        c.retries = 2;
+        backends::RemoteExecutor exec(c);
+        nlohmann::json req = core::protocol::makeMessage("hello");
+        req["id"] = "queued";
+        const auto t0 = std::chrono::steady_clock::now();
+        const nlohmann::json r = exec.request(req, c.limits);
+        const double took = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+        QProcess::execute("scancel", {blocker});
+        QCOMPARE(r.value("status", std::string()), std::string("failed"));
+        const std::string msg = r["failure"].value("message", std::string());
+        QCOMPARE(r["failure"].value("kind", std::string()), std::string("worker_error"));
+        QVERIFY2(msg.find("target 'loopback-slurm' (slurm): queued for") != std::string::npos, msg.c_str());
+        QVERIFY2(msg.find("(limit 3 s): job ") != std::string::npos && msg.find("pending: Resources") != std::string::npos,
+            msg.c_str());
+        QVERIFY2(took < 12, std::to_string(took).c_str());
+        QCOMPARE(exec.workersStarted(), 1L);
+        QCOMPARE(exec.consecutiveInfraFailures(), 1);
+        QVERIFY(!jobListed("hone-eval-" + std::to_string(getpid()) + "-", "PENDING")); // cancelled, not left queued
+    }
+
+    /// A job that Slurm will never start (its partition is down) fails within seconds, saying
+    /// why and what to change, without retries, instead of waiting out the start limit.
+    void hopelessSlurmJobFailsAtOnce()
+    {
+        if (QString why = slurmMissing(); !why.isEmpty())
+            QSKIP(qPrintable(why));
+        QProcess create;
+        create.start("scontrol", {"create", "PartitionName=hone-test-down", "Nodes=ALL", "State=DOWN"});
+        create.waitForFinished(10000);
+        if (create.exitCode() != 0)
+            QSKIP(qPrintable("cannot create a partition (needs Slurm administrator rights): "
+                + QString::fromUtf8(create.readAllStandardError())));
+        backends::RemoteExecutorConfig c = slurmTarget(1);
+        c.partition = "hone-test-down";
+        c.retries = 2;
+        backends::RemoteExecutor exec(c);
+        nlohmann::json req = core::protocol::makeMessage("hello");
+        req["id"] = "down";
+        const auto t0 = std::chrono::steady_clock::now();
+        const nlohmann::json r = exec.request(req, c.limits);
+        const double took = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+        QProcess::execute("scontrol", {"delete", "PartitionName=hone-test-down"});
+        const std::string msg = r.contains("failure") ? r["failure"].value("message", std::string()) : r.dump();
+        QCOMPARE(r["failure"].value("kind", std::string()), std::string("worker_error"));
+        QVERIFY2(msg.find("target 'loopback-slurm' (slurm partition hone-test-down): Slurm will not start job")
+                != std::string::npos,
+            msg.c_str());
+        QVERIFY2(msg.find("pending with reason PartitionDown: its partition is down or inactive; use another partition")
+                != std::string::npos,
+            msg.c_str());
+        QVERIFY2(took < 15, std::to_string(took).c_str()); // the start limit is 60 s
+        QCOMPARE(exec.workersStarted(), 1L);
     }
 
     void unreachableHostFailsWithTheReason()
