@@ -211,8 +211,10 @@ std::chrono::milliseconds ms(double seconds)
 
 void addLlmRunOptions(CLI::App& run, core::RunOptions& o, LlmCliOptions& llm)
 {
-    run.add_option("--synth", o.synth, "where children come from: knob (mutate seed knobs) or llm")
-        ->check(CLI::IsMember({ "knob", "llm" }));
+    run.add_option("--synth", o.synth,
+           "where children come from: knob (mutate seed knobs), grid (every admissible knob assignment of "
+           "each seed once, in a seeded shuffle: a sweep) or llm")
+        ->check(CLI::IsMember({ "knob", "grid", "llm" }));
     run.add_option(
            "--llm-provider", llm.provider, "wire protocol: openai (chat completions) or anthropic (messages)")
         ->check(CLI::IsMember({ "openai", "anthropic" }));
@@ -318,10 +320,10 @@ void applyLlmOptions(const LlmCliOptions& llm, core::RunOptions& o)
 std::unique_ptr<LlmRun> attachLlm(
     core::Engine& engine, const core::RunOptions& o, const LlmCliOptions& output, core::KnowledgeSource* knowledge)
 {
-    if (o.synth == "knob")
+    if (core::builtinSynth(o.synth))
         return nullptr;
     if (o.synth != "llm")
-        throw std::runtime_error("unknown synthesizer '" + o.synth + "'; expected knob or llm");
+        throw std::runtime_error("unknown synthesizer '" + o.synth + "'; expected knob, grid or llm");
     const nlohmann::json& j = o.llm;
     llm::ClientConfig cfg;
     cfg.protocol = text(j, "provider") == "anthropic" ? llm::Protocol::Anthropic : llm::Protocol::OpenAi;

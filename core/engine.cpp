@@ -157,9 +157,9 @@ void Engine::setup(const RunOptions& options)
     }
     m_warmStart.clear();
     m_warmStartNotes.clear();
-    if (m_options.synth != "knob" && !m_external)
+    if (!builtinSynth(m_options.synth) && !m_external)
         throw std::runtime_error("--synth " + m_options.synth
-            + " needs a synthesizer that this front end did not provide; use --synth knob");
+            + " needs a synthesizer that this front end did not provide; use --synth knob or --synth grid");
     m_spec = std::make_shared<const ProblemSpec>(spec);
     try {
         m_policy = makeSelectionPolicy(m_options.policy, m_options.uct);
@@ -403,7 +403,8 @@ Report Engine::loop(EngineObserver* observer)
     }
     std::map<NodeId, protocol::EvalSummary> summaries;
     std::map<NodeId, nlohmann::json> results;
-    const bool external = m_options.synth != "knob";
+    const bool external = !builtinSynth(m_options.synth);
+    m_grid.reset();
     if (external)
         beginExternal();
     for (const auto& e : m_store.evaluations(m_session)) {
@@ -489,6 +490,8 @@ Report Engine::loop(EngineObserver* observer)
         }
         if (external)
             return proposeExternal(observer, stopReason);
+        if (m_options.synth == "grid")
+            return proposeGrid(observer);
         for (int tries = 0; tries < 1000; ++tries) {
             // One generator per proposal index: resume and replay make the same choice. The
             // policy draws from its own, so a policy that draws nothing (uct) leaves the
@@ -671,8 +674,10 @@ Report Engine::loop(EngineObserver* observer)
             }
             if (kApply == kNext) {
                 if (stopReason.empty())
-                    stopReason = exhausted ? "search space exhausted"
-                                           : "budget of " + std::to_string(m_options.budget) + " evaluations spent";
+                    stopReason = !exhausted ? "budget of " + std::to_string(m_options.budget) + " evaluations spent"
+                        : m_grid ? "sweep complete: every admissible assignment of the seeds evaluated ("
+                            + std::to_string(m_grid->size()) + ")"
+                                 : "search space exhausted";
                 break;
             }
         }

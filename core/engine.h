@@ -1,6 +1,7 @@
 #pragma once
 
 #include "core/executor.h"
+#include "core/grid_sweep.h"
 #include "core/problem_spec.h"
 #include "core/knob_synth.h"
 #include "core/memory_policy.h"
@@ -23,6 +24,10 @@ namespace hone::core {
 
 class Store;
 
+/// True for the synthesizers the engine has built in (knob, grid); others come from
+/// Engine::setSynthesizer.
+inline bool builtinSynth(const std::string& synth) { return synth == "knob" || synth == "grid"; }
+
 /// Everything a run needs; stored with the session so that `resume` continues the same search.
 struct RunOptions {
     std::filesystem::path problemDir;
@@ -44,7 +49,7 @@ struct RunOptions {
 
     // Synthesis (docs/LLM.md). `knob` is the built-in knob synthesizer; anything else needs a
     // Synthesizer from Engine::setSynthesizer.
-    std::string synth = "knob";     // knob | llm
+    std::string synth = "knob";     // knob | grid | llm
     // Memory operators (docs/SEARCH.md): `auto` picks one per expansion (UCB1 over inherit,
     // compare, combine; restart after `restartAfter` evaluations without a 1% gain, 0 = never).
     // Sessions stored without the field were "inherit".
@@ -232,6 +237,9 @@ private:
     /// Adds the warm-start nodes of a new session (after the seeds) and queues them.
     void addWarmStart(const ProblemSpec& spec, EngineObserver* observer);
 
+    /// `--synth grid`: the sweep's next assignment as a child of its seed (engine_depth.cpp).
+    std::optional<NodeId> proposeGrid(EngineObserver* observer);
+
     // The external synthesizer path (engine_synth.cpp).
     void beginExternal();
     std::optional<NodeId> proposeExternal(EngineObserver* observer, std::string& stopReason);
@@ -266,6 +274,7 @@ private:
     int m_alreadyEvaluated = 0;
 
     Synthesizer* m_external = nullptr;
+    std::optional<GridSweep> m_grid; // --synth grid, built at the first proposal
 
     KnobPriorProvider m_priorProvider;
 

@@ -79,4 +79,30 @@ void Engine::registerProposal(NodeId id, int64_t seq)
         m_memory.proposed(id, *op, seq);
 }
 
+std::optional<NodeId> Engine::proposeGrid(EngineObserver* observer)
+{
+    if (!m_grid)
+        m_grid.emplace(m_tree, m_options.seed, [this](const std::string& hash) { return m_synth.space(hash); });
+    std::optional<GridSweep::Item> it;
+    do
+        it = m_grid->next(m_tree);
+    while (it && m_tree.node(it->parent).pruned); // a pruned seed's assignments are skipped
+    if (!it)
+        return std::nullopt;
+    Node n;
+    n.parent = it->parent;
+    n.sourceHash = it->sourceHash;
+    n.sourceName = m_sources.at(it->sourceHash).first;
+    n.knobs = it->knobs;
+    n.flags = it->flags;
+    n.origin = "grid";
+    n.op = "restart"; // a fresh assignment of a seed's source, as a child of that seed
+    NodeId id = m_tree.add(n);
+    NodeRecord rec {id, n.parent, m_nextSeq++, n.sourceHash, knobsToJson(n.knobs), n.flags, n.origin, n.op, {}};
+    m_store.insertNode(m_session, rec);
+    if (observer)
+        observer->nodeAdded(m_tree.node(id));
+    return id;
+}
+
 } // namespace hone::core

@@ -51,7 +51,7 @@ void Engine::beginExternal()
 
 void Engine::noteOutcome(NodeId node, const protocol::EvalSummary& summary, const nlohmann::json& result)
 {
-    if (m_options.synth != "knob")
+    if (!builtinSynth(m_options.synth))
         m_outcomes[node] = { summary, result };
 }
 

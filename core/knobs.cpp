@@ -136,6 +136,31 @@ std::optional<KnobValues> KnobSpace::firstAdmissible() const
     return std::nullopt;
 }
 
+std::vector<KnobValues> KnobSpace::admissibleAssignments(uint64_t limit) const
+{
+    if (cardinality() > limit)
+        throw KnobError("the knob space has " + std::to_string(cardinality()) + " assignments, more than the "
+            + std::to_string(limit) + " a sweep enumerates; narrow the knobs' values or search it instead");
+    std::vector<KnobValues> all;
+    std::vector<size_t> index(knobs.size(), 0);
+    for (;;) {
+        KnobValues v;
+        for (size_t i = 0; i < knobs.size(); ++i)
+            v[knobs[i].name] = knobs[i].values[index[i]];
+        if (admits(v))
+            all.push_back(std::move(v));
+        size_t i = 0;
+        while (i < knobs.size()) {
+            if (++index[i] < knobs[i].values.size())
+                break;
+            index[i] = 0;
+            ++i;
+        }
+        if (i == knobs.size())
+            return all;
+    }
+}
+
 std::optional<KnobValues> KnobSpace::initial() const
 {
     if (!start.empty()) {

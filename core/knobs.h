@@ -38,6 +38,11 @@ struct KnobSpace {
     /// nullopt when no assignment satisfies the constraints.
     std::optional<KnobValues> firstAdmissible() const;
 
+    /// Every admissible assignment, in odometer order (the first knob turns fastest). Throws
+    /// KnobError when the space has more than `limit` assignments before constraints, so a
+    /// huge space is refused rather than enumerated.
+    std::vector<KnobValues> admissibleAssignments(uint64_t limit = 100'000) const;
+
     /// Where a seed enters the search: the `hone:start` values (first declared values for
     /// knobs it does not name) when admissible, else firstAdmissible().
     std::optional<KnobValues> initial() const;

@@ -31,7 +31,8 @@ std::optional<MemoryOperator> memoryOperatorFromName(std::string_view name)
 
 bool chosenByMemoryPolicy(const std::string& origin)
 {
-    return origin != "root" && origin != "seed" && origin != "warm" && origin != "manual" && origin != "repair";
+    return origin != "root" && origin != "seed" && origin != "warm" && origin != "manual" && origin != "repair"
+        && origin != "grid";
 }
 
 const std::vector<std::string>& MemoryPolicy::names()

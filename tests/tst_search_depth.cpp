@@ -140,6 +140,80 @@ private slots:
         QVERIFY(!legacy.warmStart);
     }
 
+    /// `--synth grid` evaluates every admissible assignment of the knob seed exactly once, as
+    /// children of that seed, in an order the seed fixes; the session ends "sweep complete", and a
+    /// replay against the sweep answers every evaluation from the recording.
+    void gridSweepCoversTheSpaceOnce()
+    {
+        QTemporaryDir tmp;
+        auto problem = scaleProblem(tmp);
+        core::Store store(tmp.path().toStdString() + "/hone.db");
+        core::KnobSpace space;
+        {
+            std::ifstream in(problem / "seeds" / "tuned.cpp");
+            space = core::parseKnobSpace(std::string(std::istreambuf_iterator<char>(in), {}), "tuned.cpp");
+        }
+        const std::vector<core::KnobValues> all = space.admissibleAssignments();
+        QCOMPARE(all.size(), size_t(21)); // 4 x 2 x 3, less UNROLL=8 with THREADS=2
+
+        auto sweep = [&](uint64_t seed, int budget) {
+            auto o = options(problem, budget, seed);
+            o.synth = "grid";
+            o.warmStart = false;
+            backends::LocalExecutor exec(executorConfig(tmp));
+            core::Engine engine(store, exec);
+            auto r = engine.run(o);
+            return std::make_pair(engine.sessionId(), r);
+        };
+        const auto [sid, report] = sweep(5, 100);
+        QVERIFY2(report.stopReason.rfind("sweep complete", 0) == 0, report.stopReason.c_str());
+        auto nodes = store.nodes(sid);
+        QCOMPARE(nodes.size(), size_t(1 + 2 + 20)); // root, seeds, every other assignment once
+        QCOMPARE(store.evaluations(sid).size(), size_t(22));
+        std::set<std::string> seen;
+        std::vector<std::string> order;
+        for (const auto& n : nodes) {
+            if (n.id == 0 || (n.origin == "seed" && n.knobs.empty()))
+                continue;
+            QVERIFY(seen.insert(n.knobs.dump()).second);
+            if (n.origin == "seed")
+                continue;
+            QCOMPARE(n.origin, std::string("grid"));
+            QCOMPARE(n.op, std::string("restart"));
+            QCOMPARE(n.parentId, int64_t(2)); // the tuned seed
+            order.push_back(n.knobs.dump());
+        }
+        QCOMPARE(seen.size(), all.size());
+        for (const auto& v : all) {
+            nlohmann::json j = nlohmann::json::object();
+            for (const auto& [k, x] : v)
+                j[k] = x;
+            QVERIFY2(seen.count(j.dump()), j.dump().c_str());
+        }
+
+        // Another seed, cut by its budget: a different order of the same space.
+        const auto [other, cut] = sweep(6, 8);
+        QCOMPARE(cut.stopReason, std::string("budget of 8 evaluations spent"));
+        std::vector<std::string> otherOrder;
+        for (const auto& n : store.nodes(other))
+            if (n.origin == "grid")
+                otherOrder.push_back(n.knobs.dump());
+        QCOMPARE(otherOrder.size(), size_t(6));
+        QVERIFY(!std::equal(otherOrder.begin(), otherOrder.end(), order.begin()));
+
+        // Every answer of a replay against the full sweep is a recorded one.
+        auto table = core::ReplayTable::fromStore(store, {sid});
+        QCOMPARE(table.size(), size_t(22));
+        for (const char* policy : {"uct", "random"}) {
+            core::ReplayOptions ro;
+            ro.policy = policy;
+            ro.budget = 22;
+            auto rr = core::replaySearch(table, ro);
+            QVERIFY(rr.speedups.size() >= 10);
+            QCOMPARE(rr.exactHits, static_cast<int>(rr.speedups.size()));
+        }
+    }
+
     /// With `auto` the nodes record the operators the bandit chose (each context operator is
     /// tried), and once the search goes `restartAfter` evaluations without a 1% gain a restart
     /// child of a top-level node is proposed, never before.

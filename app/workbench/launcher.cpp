@@ -44,9 +44,10 @@ Launcher::Launcher(QWidget* parent)
     m_target->setToolTip(tr("auto: the kind of the problem's baseline seed"));
     form->addRow(tr("Target"), m_target);
     m_synth = new QComboBox(this);
-    m_synth->addItems({"knob", "llm"});
-    m_synth->setToolTip(tr("knob: offline knob and variant search over the seeds; llm: a model behind an "
-                           "OpenAI-compatible or Anthropic endpoint proposes children (docs/LLM.md)"));
+    m_synth->addItems({"knob", "grid", "llm"});
+    m_synth->setToolTip(tr("knob: offline knob and variant search over the seeds; grid: every admissible knob "
+                           "assignment of each seed once (a sweep); llm: a model behind an OpenAI-compatible or "
+                           "Anthropic endpoint proposes children (docs/LLM.md)"));
     form->addRow(tr("Synthesizer"), m_synth);
     m_llmBox = new QWidget(this);
     auto* llmForm = new QFormLayout(m_llmBox);
