@@ -526,12 +526,18 @@ private slots:
     void timingWaitsForTheDeviceLock()
     {
         // Another worker (here: this test) holds the machine's timing lock: compile and check
-        // go ahead, timing waits until the lock is free.
-        const QByteArray lockPath = QFile::encodeName(m_cache.filePath("cpu-timing.lock"));
+        // go ahead, timing waits until the lock is free. The lock is the machine's, not the
+        // cache folder's ($HONE_LOCK_DIR, else /tmp/hone-locks): workers with other caches share it.
+        const QString lockDir = m_cache.filePath("machine-locks");
+        QVERIFY(QDir().mkpath(lockDir));
+        const QByteArray lockPath = QFile::encodeName(lockDir + "/cpu-timing.lock");
         const int fd = ::open(lockPath.constData(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
         QVERIFY(fd >= 0);
         QCOMPARE(::flock(fd, LOCK_EX), 0);
         QProcess p;
+        QProcessEnvironment env = QProcessEnvironment::systemEnvironment();
+        env.insert("HONE_LOCK_DIR", lockDir);
+        p.setProcessEnvironment(env);
         p.start(m_worker, { "--stdio", "--cache-dir", m_cache.path() });
         QVERIFY(p.waitForStarted(10000));
         p.write(QByteArray::fromStdString(

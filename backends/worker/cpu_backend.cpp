@@ -181,7 +181,7 @@ std::unique_ptr<TimingLock> CpuBackend::lockForTiming()
 {
     // The flush buffer (up to 1 GiB) is only needed while timing: give it back after, so the
     // worker's resident size between timing stages stays that of the candidate's data.
-    return lockFile(m_cacheDir / "cpu-timing.lock", true, [this] {
+    return lockFile(machineLockPath("cpu-timing.lock", m_cacheDir), true, [this] {
         std::free(m_flushBuffer);
         m_flushBuffer = nullptr;
     });

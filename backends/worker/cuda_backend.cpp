@@ -638,7 +638,8 @@ void CudaBackend::flushCaches(const std::vector<MemRegion>& workingSet)
 std::unique_ptr<TimingLock> CudaBackend::lockDevice(bool exclusive, const std::function<void()>& onWait)
 {
     return lockFile(
-        m_cacheDir / ("cuda-" + (m_uuid.empty() ? std::string("none") : m_uuid) + ".lock"), exclusive, {}, onWait);
+        machineLockPath("cuda-" + (m_uuid.empty() ? std::string("none") : m_uuid) + ".lock", m_cacheDir), exclusive,
+        {}, onWait);
 }
 
 std::unique_ptr<TimingLock> CudaBackend::lockForTiming()
