@@ -16,6 +16,11 @@
 //            be brought into L2, so memory stays busy while the warp computes: 1: one
 //            prefetch.global.L2 per 128-byte line, 2: one cp.async.bulk.prefetch.L2 of the whole
 //            sample (Hopper; 16-byte aligned samples only, else as 1).
+//   XPOSE    how a chunk's 32 x 32 partial sums are reduced. 0: the shuffle reduce-scatter
+//            below (31 shuffles, 31 adds and 62 selects per chunk). 1: through a 4 KiB tile of
+//            shared memory per warp: lane t stores its 32 partials as row t (eight 16-byte
+//            stores, swizzled so that the warp's stores hit all 32 banks), then lane l adds up
+//            column l (32 conflict-free loads, 31 adds): about 70 instructions instead of 124.
 //   MINW     0: no register cap (the compiler may use up to 255 registers, fewer warps fit);
 //            12: registers capped so that at least 12 warps (whole blocks) fit on a
 //            multiprocessor.
@@ -32,6 +37,7 @@
 // hone:knob MINW = 12 | 0
 // hone:knob PREFETCH = 0 | 1 | 2
 // hone:require MINW == 0 || (FMAX == 28 && WPB <= 4)
+// hone:knob XPOSE = 0 | 1
 // hone:require PREFETCH == 0 || PERSIST == 1
 #include <hone/kernel.h>
 
@@ -53,6 +59,9 @@
 #endif
 #ifndef PREFETCH
 #define PREFETCH 0
+#endif
+#ifndef XPOSE
+#define XPOSE 0
 #endif
 
 constexpr int THREADS = 32 * WPB;
@@ -111,21 +120,48 @@ __device__ __forceinline__ void reduce_scatter32(float (&v)[32], int lane)
 
 constexpr int NCHUNK = (FMAX * (FMAX - 1) / 2 + 31) / 32;
 
+// XPOSE = 1: the warp-wide sum of everyone's v[lane], through `tile` (32 x 32 floats, this
+// warp's). Row t holds lane t's partials, its 16-byte unit u at position u ^ (t & 7): a store
+// instruction then covers eight different units across lanes t..t+7 (every bank), and lane l's
+// column read (unit l / 4 of every row) stays within one 128-byte row per load.
+__device__ __forceinline__ float reduce_smem32(const float (&v)[32], float4* tile, int lane)
+{
+#pragma unroll
+    for (int u = 0; u < 8; ++u)
+        tile[lane * 8 + (u ^ (lane & 7))] = make_float4(v[4 * u], v[4 * u + 1], v[4 * u + 2], v[4 * u + 3]);
+    __syncwarp();
+    const float* t = reinterpret_cast<const float*>(tile);
+    const int unit = lane >> 2;
+    const int off = lane & 3;
+    float s = 0.0f;
+#pragma unroll
+    for (int r = 0; r < 32; ++r)
+        s += t[(r * 8 + (unit ^ (r & 7))) * 4 + off];
+    __syncwarp(); // the next chunk overwrites the tile
+    return s;
+}
+
 template <int DPL, int C> struct Chunks {
-    static __device__ __forceinline__ void run(const float (&x)[FMAX][DPL], float* outb, int P, int lane)
+    static __device__ __forceinline__ void run(
+        const float (&x)[FMAX][DPL], float* outb, int P, int lane, float4* tile)
     {
         if (C * 32 < P) { // the same for the whole warp
             float v[32];
             Fill<DPL, C, 0>::run(v, x);
+#if XPOSE
+            const float sum = reduce_smem32(v, tile, lane);
+#else
             reduce_scatter32(v, lane);
+            const float sum = v[0];
+#endif
             if (C * 32 + lane < P)
-                outb[C * 32 + lane] = v[0];
-            Chunks<DPL, C + 1>::run(x, outb, P, lane);
+                outb[C * 32 + lane] = sum;
+            Chunks<DPL, C + 1>::run(x, outb, P, lane, tile);
         }
     }
 };
 template <int DPL> struct Chunks<DPL, NCHUNK> {
-    static __device__ __forceinline__ void run(const float (&)[FMAX][DPL], float*, int, int) { }
+    static __device__ __forceinline__ void run(const float (&)[FMAX][DPL], float*, int, int, float4*) { }
 };
 
 // Asks for the bytes [p, p + bytes) to be brought into L2 (a hint: nothing is waited for).
@@ -197,7 +233,13 @@ __global__ void __launch_bounds__(THREADS, MIN_BLOCKS) dot_interaction_regs(
         if (b + stride < B)
             prefetch_l2(X + (b + stride) * F * D, F * D * 4, lane);
 #endif
-        Chunks<DPL, 0>::run(x, out + b * P, P, lane);
+#if XPOSE
+        __shared__ float4 tiles[WPB][32 * 8];
+        float4* tile = tiles[threadIdx.x / 32];
+#else
+        float4* tile = nullptr;
+#endif
+        Chunks<DPL, 0>::run(x, out + b * P, P, lane, tile);
     }
 }
 
