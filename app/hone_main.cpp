@@ -129,14 +129,21 @@ nlohmann::json reportJson(const core::Report& r)
                    : nlohmann::json(nullptr)}};
 }
 
-void printReport(const core::Report& r, const std::string& problemName, const std::string& baselineName)
+void printReport(
+    const core::Report& r, const std::string& problemName, const std::string& baselineName, bool spooled)
 {
     const auto& p = r.progress;
     std::printf("session %lld  %s on %s\n", static_cast<long long>(p.session), problemName.c_str(), r.device.c_str());
     std::printf("stopped    %s\n", r.stopReason.c_str());
-    std::printf("evaluated  %d candidates (%d by a worker, %d cache hits = %.0f%%, %d failed) in %.0f s, %.1f eval/min\n",
-        p.evaluations, p.fresh, p.cacheHits, p.evaluations ? 100.0 * p.cacheHits / p.evaluations : 0.0, p.failures,
-        p.elapsedSeconds, p.evaluationsPerMinute);
+    if (spooled) // replies read from files: this process's wall time says nothing about the worker's rate
+        std::printf("evaluated  %d candidates (%d answered through the spool, %d cache hits = %.0f%%, %d failed)\n",
+            p.evaluations, p.fresh, p.cacheHits, p.evaluations ? 100.0 * p.cacheHits / p.evaluations : 0.0,
+            p.failures);
+    else
+        std::printf("evaluated  %d candidates (%d by a worker, %d cache hits = %.0f%%, %d failed) in %.0f s, %.1f "
+                    "eval/min\n",
+            p.evaluations, p.fresh, p.cacheHits, p.evaluations ? 100.0 * p.cacheHits / p.evaluations : 0.0,
+            p.failures, p.elapsedSeconds, p.evaluationsPerMinute);
     if (!r.best) {
         std::printf("best       none: no candidate passed the checks\n");
         return;
@@ -266,7 +273,7 @@ int cmdRun(const Globals& g, core::RunOptions opts, bool json, std::optional<int
             j["llm"] = app::llmSummaryJson(store, report.progress.session);
         std::cout << j.dump(2) << "\n";
     } else {
-        printReport(report, problemName, baselineName);
+        printReport(report, problemName, baselineName, !g.spool.empty());
         std::fputs(skillNote.c_str(), stdout);
         if (llmRun)
             app::printLlmSummary(store, report.progress.session);
