@@ -3,7 +3,9 @@
 #include "core/protocol.h"
 
 #include <algorithm>
+#include <chrono>
 #include <stdexcept>
+#include <thread>
 
 namespace hone::backends {
 
@@ -15,7 +17,19 @@ LocalExecutor::LocalExecutor(LocalExecutorConfig config)
             limits.compileSeconds = l->value("compile_s", limits.compileSeconds);
             limits.stageSeconds = l->value("run_s", limits.stageSeconds);
         }
-        return runWorker(command(), job.request, limits, m_jobs.cancelled());
+        // A worker that could not be started at all (exit 127 before any message: the binary
+        // missing for a moment, or being rewritten by a rebuild) says nothing about the
+        // candidate: tried again after a pause, three times, before the candidate is failed.
+        nlohmann::json r;
+        for (int attempt = 0;; ++attempt) {
+            r = runWorker(command(), job.request, limits, m_jobs.cancelled());
+            const auto f = r.find("failure");
+            const bool notStarted = f != r.end() && f->is_object() && f->value("stage", std::string()) == "start"
+                && f->value("message", std::string()).rfind("could not start the worker", 0) == 0;
+            if (!notStarted || attempt == 3 || *m_jobs.cancelled())
+                return r;
+            std::this_thread::sleep_for(std::chrono::milliseconds(500 << attempt));
+        }
     })
 {
 }

@@ -107,9 +107,28 @@ WorkerProcess::WorkerProcess(const WorkerCommand& cmd, const WorkerLimits& limit
         }
 #endif
         execvp(argv[0], argv.data());
-        // Only async-signal-safe calls between fork and exec: the parent has threads.
-        static const char msg[] = "exec of the worker command failed\n";
+        // Only async-signal-safe calls between fork and exec: the parent has threads (so no
+        // strerror, no allocation): the reason by name for the usual errors, else the number.
+        const int e = errno;
+        static const char msg[] = "exec of the worker command failed: ";
         (void)!write(2, msg, sizeof msg - 1);
+        const char* why = e == ENOENT ? "ENOENT (no such file)"
+            : e == EACCES             ? "EACCES (not executable, or a folder on the way is not searchable)"
+            : e == ETXTBSY            ? "ETXTBSY (the file is being written: a rebuild in progress)"
+            : e == ENOEXEC            ? "ENOEXEC (not an executable for this machine)"
+                                      : nullptr;
+        if (why) {
+            (void)!write(2, why, strlen(why));
+        } else {
+            char num[16];
+            int n = 0;
+            for (int v = e; n == 0 || v > 0; v /= 10)
+                num[n++] = static_cast<char>('0' + v % 10);
+            (void)!write(2, "errno ", 6);
+            while (n > 0)
+                (void)!write(2, &num[--n], 1);
+        }
+        (void)!write(2, "\n", 1);
         _exit(127);
     }
     setpgid(pid, pid);

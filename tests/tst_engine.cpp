@@ -3,6 +3,7 @@
 
 #include "backends/local_executor.h"
 #include "core/engine.h"
+#include "core/protocol.h"
 #include "core/store.h"
 
 #include <QProcess>
@@ -10,6 +11,8 @@
 #include <QtTest>
 
 #include <csignal>
+#include <filesystem>
+#include <thread>
 #include <map>
 
 using namespace hone;
@@ -65,6 +68,43 @@ std::vector<Shape> shapeOf(const core::SearchTree& t)
 class TestEngine : public QObject {
     Q_OBJECT
 private slots:
+    /// A worker binary that is missing for a moment (a rebuild rewriting it) does not fail the
+    /// evaluation: the executor starts it again after a pause. One that stays missing fails with
+    /// the reason by name, after the retries.
+    void workerThatCannotStartIsRetriedThenNamed()
+    {
+        QTemporaryDir tmp;
+        const std::filesystem::path late = tmp.path().toStdString() + "/late-worker";
+        backends::LocalExecutorConfig cfg = executorConfig(tmp, 1);
+        cfg.workerPath = late;
+        nlohmann::json hello = core::protocol::makeMessage("hello");
+        hello["id"] = "h";
+        {
+            backends::LocalExecutor exec(cfg);
+            std::thread appear([&] {
+                std::this_thread::sleep_for(std::chrono::milliseconds(300));
+                std::filesystem::copy_file(workerPath(), late);
+            });
+            exec.submit(core::EvalJob {"h", hello});
+            auto done = exec.next(std::chrono::seconds(60));
+            appear.join();
+            QVERIFY(done.has_value());
+            QVERIFY2(done->result.value("type", std::string()) == "hello", done->result.dump().c_str());
+        }
+        {
+            cfg.workerPath = tmp.path().toStdString() + "/never-there";
+            backends::LocalExecutor exec(cfg);
+            const auto t0 = std::chrono::steady_clock::now();
+            exec.submit(core::EvalJob {"h", hello});
+            auto done = exec.next(std::chrono::seconds(60));
+            const double took = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+            QVERIFY(done.has_value());
+            const std::string msg = done->result["failure"].value("message", std::string());
+            QVERIFY2(msg.find("could not start the worker: exec of the worker command failed: ENOENT") == 0, msg.c_str());
+            QVERIFY2(took > 3.0, std::to_string(took).c_str()); // 0.5 + 1 + 2 s of pauses
+        }
+    }
+
     void isolationFailuresCostOneCandidate()
     {
         QTemporaryDir tmp;
