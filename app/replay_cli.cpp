@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <memory>
+#include <optional>
 #include <sstream>
 
 namespace hone::app {
@@ -22,6 +23,11 @@ struct ReplayCliOptions {
     uint64_t firstSeed = 1;
     int budget = 0;
     bool json = false;
+    // Policy parameters; unset: as the first session ran (docs/SEARCH.md, "Replay").
+    std::optional<double> uctC;
+    bool uctWidening = false;
+    std::optional<int> evoArchive;
+    std::optional<int> evoTournament;
 };
 
 std::vector<std::string> splitPolicies(const std::string& list)
@@ -82,6 +88,18 @@ int cmdReplay(const ReplayCliOptions& o, const std::string& storePath)
             ro.policy = policy;
             ro.seed = o.firstSeed + static_cast<uint64_t>(i);
             ro.budget = budget;
+            if (o.uctC || o.uctWidening) {
+                core::UctParams u = o.uctWidening ? core::UctParams::legacy() : table.recording().uct;
+                if (o.uctC)
+                    u.exploration = *o.uctC;
+                ro.uct = u;
+            }
+            if (o.evoArchive || o.evoTournament) {
+                core::EvolutionParams e = table.recording().evolution;
+                e.archiveSize = o.evoArchive.value_or(e.archiveSize);
+                e.tournament = o.evoTournament.value_or(e.tournament);
+                ro.evolution = e;
+            }
             auto r = core::replaySearch(table, ro);
             toBest.push_back(r.toBest.value_or(budget + 1));
             to5.push_back(r.toWithin5.value_or(budget + 1));
@@ -123,6 +141,13 @@ void addReplayCommand(CLI::App& app, const std::string& storePath)
     cmd->add_option("--budget", o->budget, "evaluations per replay, seeds included (default: the table's size)")
         ->check(CLI::Range(1, 1000000));
     cmd->add_flag("--json", o->json, "print the results as JSON");
+    cmd->add_option("--uct-c", o->uctC, "UCT exploration constant (default: as the session ran)")
+        ->check(CLI::Range(0.0, 100.0));
+    cmd->add_flag("--uct-widening", o->uctWidening,
+        "UCT with progressive widening and raw rewards, as before the self arm (c 0.5 unless --uct-c)");
+    cmd->add_option("--evo-archive", o->evoArchive, "evolutionary: elites kept")->check(CLI::Range(1, 1000));
+    cmd->add_option("--evo-tournament", o->evoTournament, "evolutionary: entrants per parent choice")
+        ->check(CLI::Range(1, 1000));
     const std::string* path = &storePath; // bound to --store, filled in by the time this runs
     cmd->callback([o, path] {
         int rc = 0;

@@ -72,7 +72,9 @@ nlohmann::json RunOptions::toJson() const
         {"warmup", warmup}, {"compile_limit_s", compileLimitSeconds}, {"run_limit_s", runLimitSeconds},
         {"use_cache", useCache},
         {"uct", {{"c", uct.exploration}, {"widen_k", uct.widenK}, {"widen_alpha", uct.widenAlpha},
-                    {"max_weight", uct.maxWeight}}},
+                    {"max_weight", uct.maxWeight}, {"normalize", uct.normalize}, {"self_arm", uct.selfArm}}},
+        {"evolution", {{"archive", evolution.archiveSize}, {"tournament", evolution.tournament},
+                          {"min_knob_distance", evolution.minKnobDistance}}},
         {"synth", synth}, {"memory_op", memoryOp}, {"restart_after", restartAfter}, {"knob_operators", knobOperators},
         {"warm_start", warmStart}, {"warm_start_count", warmStartCount}, {"repair", repair},
         {"llm_budget_usd", llmBudgetUsd}, {"llm_token_budget", llmTokenBudget}, {"hints", hints}, {"llm", llm}};
@@ -96,11 +98,23 @@ RunOptions RunOptions::fromJson(const nlohmann::json& j)
     o.compileLimitSeconds = j.value("compile_limit_s", o.compileLimitSeconds);
     o.runLimitSeconds = j.value("run_limit_s", o.runLimitSeconds);
     o.useCache = j.value("use_cache", o.useCache);
-    if (auto u = j.find("uct"); u != j.end() && u->is_object()) {
+    // Sessions stored before a parameter existed keep the search they had (UctParams::legacy).
+    auto u = j.find("uct");
+    if (u == j.end() || !u->is_object() || !u->contains("self_arm"))
+        o.uct = UctParams::legacy();
+    if (u != j.end() && u->is_object()) {
+        o.uct.normalize = u->value("normalize", o.uct.normalize);
+        o.uct.selfArm = u->value("self_arm", o.uct.selfArm);
         o.uct.exploration = u->value("c", o.uct.exploration);
         o.uct.widenK = u->value("widen_k", o.uct.widenK);
         o.uct.widenAlpha = u->value("widen_alpha", o.uct.widenAlpha);
         o.uct.maxWeight = u->value("max_weight", o.uct.maxWeight);
+    }
+    o.evolution = EvolutionParams::legacy();
+    if (auto e = j.find("evolution"); e != j.end() && e->is_object()) {
+        o.evolution.archiveSize = e->value("archive", o.evolution.archiveSize);
+        o.evolution.tournament = e->value("tournament", o.evolution.tournament);
+        o.evolution.minKnobDistance = e->value("min_knob_distance", o.evolution.minKnobDistance);
     }
     o.synth = j.value("synth", o.synth);
     // Sessions stored before a field existed keep the behaviour they had then.
@@ -162,7 +176,7 @@ void Engine::setup(const RunOptions& options)
             + " needs a synthesizer that this front end did not provide; use --synth knob or --synth grid");
     m_spec = std::make_shared<const ProblemSpec>(spec);
     try {
-        m_policy = makeSelectionPolicy(m_options.policy, m_options.uct);
+        m_policy = makeSelectionPolicy(m_options.policy, m_options.uct, m_options.evolution);
     } catch (const std::invalid_argument& e) {
         throw std::runtime_error(e.what());
     }

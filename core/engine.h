@@ -46,6 +46,7 @@ struct RunOptions {
     double runLimitSeconds = 60;
     bool useCache = true;
     UctParams uct;
+    EvolutionParams evolution;      // --policy evolutionary
 
     // Synthesis (docs/LLM.md). `knob` is the built-in knob synthesizer; anything else needs a
     // Synthesizer from Engine::setSynthesizer.

@@ -75,7 +75,13 @@ ReplayTable ReplayTable::fromStore(const Store& store, const std::vector<int64_t
             // Read as resume reads it: sessions stored before a field existed keep their defaults.
             if (rec->config.is_object()) {
                 RunOptions ro = RunOptions::fromJson(rec->config);
-                table.m_recording = {ro.memoryOp, ro.restartAfter, ro.knobOperators};
+                table.m_recording = {ro.memoryOp, ro.restartAfter, ro.knobOperators, ro.uct, ro.evolution};
+                // A sweep ran no selection policy: its stored parameters mean nothing, so its
+                // replays use this version's.
+                if (ro.synth == "grid") {
+                    table.m_recording.uct = UctParams {};
+                    table.m_recording.evolution = EvolutionParams {};
+                }
             }
         }
         for (const EvaluationRecord& e : store.evaluations(sid)) {
@@ -146,10 +152,12 @@ ReplayTable::Outcome ReplayTable::lookup(
 
 ReplayResult replaySearch(const ReplayTable& table, const ReplayOptions& options)
 {
-    auto policy = makeSelectionPolicy(options.policy, options.uct);
     const ReplayTable::Recording rec = options.memoryOp.empty()
         ? table.recording()
-        : ReplayTable::Recording {options.memoryOp, options.restartAfter, true};
+        : ReplayTable::Recording {options.memoryOp, options.restartAfter, true, table.recording().uct,
+              table.recording().evolution};
+    auto policy = makeSelectionPolicy(
+        options.policy, options.uct.value_or(rec.uct), options.evolution.value_or(rec.evolution));
     MemoryPolicy memory(rec.memoryOp, rec.restartAfter); // throws std::invalid_argument for a bad name
     KnobSynthesizer synth;
     for (const auto& [hash, space] : table.spaces())

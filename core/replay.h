@@ -2,6 +2,7 @@
 
 #include "core/knobs.h"
 #include "core/search_tree.h"
+#include "core/selection_policy.h"
 
 #include <cstdint>
 #include <map>
@@ -34,6 +35,8 @@ public:
         std::string memoryOp = "inherit";
         int restartAfter = 12;
         bool knobOperators = false; // false: the knob synthesizer's choices before memory operators
+        UctParams uct = UctParams::legacy();           // the policies' parameters it ran with
+        EvolutionParams evolution = EvolutionParams::legacy();
     };
 
     /// Reads sessions of one problem from `store`. Throws when a session is missing, when the
@@ -78,7 +81,10 @@ struct ReplayOptions {
     std::string policy = "uct";
     uint64_t seed = 1;
     int budget = 60;                // evaluations, seeds included
-    UctParams uct;
+    /// The policies' parameters; empty: as the table's first session ran (a sweep records this
+    /// version's defaults).
+    std::optional<UctParams> uct;
+    std::optional<EvolutionParams> evolution;
     /// auto | inherit | compare | combine | restart, with the knob synthesizer honouring it;
     /// empty: as the table's first session was recorded (ReplayTable::recording()).
     std::string memoryOp;

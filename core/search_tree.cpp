@@ -38,6 +38,10 @@ void SearchTree::setResult(NodeId id, bool ok, double speedup, const std::string
     n.speedup = ok ? speedup : 0.0;
     n.reward = ok && speedup > 0 ? std::log2(1.0 + speedup) : 0.0;
     n.failureKind = failureKind;
+    if (ok) {
+        m_minReward = m_anyOk ? std::min(m_minReward, n.reward) : n.reward;
+        m_anyOk = true;
+    }
     for (NodeId cur = id; cur >= 0; cur = node(cur).parent) {
         Node& a = node(cur);
         a.visits += 1;
@@ -81,28 +85,42 @@ std::optional<NodeId> SearchTree::select(const UctParams& p)
     NodeId cur = 0;
     while (true) {
         const Node& n = node(cur);
-        if (cur != 0 && n.expandable) {
+        if (cur != 0 && n.expandable && !p.selfArm) {
             double allowed = std::ceil(p.widenK * std::pow(std::max(1, n.visits + n.virtualLoss), p.widenAlpha));
             if (static_cast<double>(n.children.size()) < allowed)
                 return cur;
         }
         // Descend to the child with the best UCT score whose subtree can still grow.
         double parentN = std::max(1, n.visits + n.virtualLoss);
+        const double span = node(0).maxReward - m_minReward;
+        auto scaled = [&](double q) {
+            if (!p.normalize)
+                return q;
+            return span > 1e-12 ? (q - m_minReward) / span : 1.0;
+        };
         NodeId bestChild = -1;
         double bestScore = -1e300;
+        if (p.selfArm && cur != 0 && n.expandable && selectable(n)) {
+            // The node itself, as often tried as it has children (in flight included).
+            const double tried = static_cast<double>(std::max<size_t>(1, n.children.size()));
+            bestScore = scaled(n.reward) + p.exploration * std::sqrt(std::log(parentN + 1.0) / tried);
+            bestChild = cur;
+        }
         for (NodeId c : n.children) {
             const Node& ch = node(c);
             if (!selectable(ch) || !subtreeOpen(c))
                 continue;
             double visits = std::max(1, ch.visits + ch.virtualLoss);
             double mean = ch.sumReward / visits; // virtual losses count as zero reward
-            double q = (1.0 - p.maxWeight) * mean + p.maxWeight * ch.maxReward;
+            double q = scaled((1.0 - p.maxWeight) * mean + p.maxWeight * ch.maxReward);
             double score = q + p.exploration * std::sqrt(std::log(parentN + 1.0) / visits);
             if (score > bestScore) {
                 bestScore = score;
                 bestChild = c;
             }
         }
+        if (bestChild == cur)
+            return cur;
         if (bestChild >= 0) {
             cur = bestChild;
             continue;

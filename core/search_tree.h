@@ -42,10 +42,31 @@ struct Node {
 };
 
 struct UctParams {
-    double exploration = 0.5;       // c in Q + c * sqrt(ln N / n)
-    double widenK = 1.0;            // progressive widening: a node may have
+    double exploration = 0.2;       // c in Q + c * sqrt(ln N / n)
+    double widenK = 1.0;            // progressive widening (selfArm = false): a node may have
     double widenAlpha = 0.5;        //   ceil(K * visits^alpha) children
     double maxWeight = 0.5;         // Q = (1-w) * mean + w * max reward of the subtree
+    /// Q rescaled to [0, 1] between the lowest and highest reward of the tree's successful
+    /// nodes, so that `exploration` means the same on a problem whose kernels span 1.1x to 1.3x
+    /// as on one whose kernels span 2x to 40x.
+    bool normalize = true;
+    /// Instead of progressive widening: at each node on the way down, expanding the node itself
+    /// is one more arm beside its children, valued at its own reward and counted by the children
+    /// it already has. Every node here is a kernel, not a state, so widening (expand the first
+    /// node on the path that has room) mostly mutates ancestors that are worse than the node
+    /// they led to. Replays on recorded sweeps: docs/SEARCH.md, "Policy table".
+    bool selfArm = true;
+
+    /// The parameters before selfArm and normalize existed (c = 0.5, widening): sessions stored
+    /// then resume and replay with them.
+    static UctParams legacy()
+    {
+        UctParams p;
+        p.exploration = 0.5;
+        p.normalize = false;
+        p.selfArm = false;
+        return p;
+    }
 };
 
 /// The tree of one session. Owned by the engine thread.
@@ -87,6 +108,8 @@ private:
 
     std::vector<Node> m_nodes;
     std::unordered_set<std::string> m_keys;
+    double m_minReward = 0; // lowest reward of a successful node (UctParams::normalize)
+    bool m_anyOk = false;
 };
 
 } // namespace hone::core

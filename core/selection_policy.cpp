@@ -80,7 +80,8 @@ const std::vector<std::string>& selectionPolicyNames()
     return names;
 }
 
-std::unique_ptr<SelectionPolicy> makeSelectionPolicy(const std::string& name, const UctParams& uct)
+std::unique_ptr<SelectionPolicy> makeSelectionPolicy(
+    const std::string& name, const UctParams& uct, const EvolutionParams& evolution)
 {
     if (name == "uct")
         return std::make_unique<UctPolicy>(uct);
@@ -89,7 +90,7 @@ std::unique_ptr<SelectionPolicy> makeSelectionPolicy(const std::string& name, co
     if (name == "random")
         return std::make_unique<RandomPolicy>();
     if (name == "evolutionary")
-        return std::make_unique<EvolutionaryPolicy>();
+        return std::make_unique<EvolutionaryPolicy>(evolution);
     throw std::invalid_argument("unknown selection policy '" + name
         + "'; expected uct, evolutionary, greedy or random (--policy)");
 }

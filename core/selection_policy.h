@@ -23,9 +23,21 @@ public:
     virtual std::optional<NodeId> select(SearchTree& tree, std::mt19937_64& rng) = 0;
 };
 
+struct EvolutionParams {
+    int archiveSize = 4;            // elites kept
+    int minKnobDistance = 2;        // an elite differs from every better elite of its source in
+                                    //   at least this many knobs (or in flags)
+    int tournament = 4;             // entrants per parent choice; the fastest wins
+
+    /// Before the replays of docs/SEARCH.md ("Policy table") tuned them: 8 elites, size-2
+    /// tournaments. Sessions stored then resume and replay with these.
+    static EvolutionParams legacy() { return {8, 2, 2}; }
+};
+
 /// uct | greedy | random | evolutionary. Throws std::invalid_argument naming the known
 /// policies for any other name.
-std::unique_ptr<SelectionPolicy> makeSelectionPolicy(const std::string& name, const UctParams& uct = {});
+std::unique_ptr<SelectionPolicy> makeSelectionPolicy(
+    const std::string& name, const UctParams& uct = {}, const EvolutionParams& evolution = {});
 
 /// The names makeSelectionPolicy accepts, in the order docs and help list them.
 const std::vector<std::string>& selectionPolicyNames();
@@ -41,12 +53,6 @@ inline uint64_t selectionSeed(uint64_t sessionSeed, int64_t seq)
 /// pruned node, never the root; in id order.
 std::vector<NodeId> expandableNodes(const SearchTree& tree);
 
-struct EvolutionParams {
-    int archiveSize = 8;            // elites kept
-    int minKnobDistance = 2;        // an elite differs from every better elite of its source in
-                                    //   at least this many knobs (or in flags)
-    int tournament = 2;             // entrants per parent choice; the fastest wins
-};
 
 /// Elite archive with diversity by source and knob assignment; the parent is the winner of a
 /// tournament over the archive. Crossover comes from the knob synthesizer, which mates a

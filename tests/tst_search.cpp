@@ -66,7 +66,7 @@ private slots:
         SearchTree t;
         NodeId s = addSeed(t, {{"A", "1"}});
         t.setResult(s, true, 1.0, "");
-        UctParams p; // ceil(1 * visits^0.5)
+        UctParams p = UctParams::legacy(); // widening: ceil(1 * visits^0.5)
         QCOMPARE(t.select(p), std::optional<NodeId>(s)); // 1 visit allows 1 child
         Node c;
         c.parent = s;
@@ -83,6 +83,33 @@ private slots:
         QCOMPARE(t.select(p), std::optional<NodeId>(c2));
         QCOMPARE(t.node(0).visits, 3);
         QCOMPARE(t.best(), std::optional<NodeId>(c2));
+    }
+
+    /// The default UCT expands the best kernel, not the first ancestor with room: expanding a
+    /// node is one arm beside its children, and rewards are rescaled to the tree's range.
+    void selfArmExpandsTheBestKernelNotItsAncestor()
+    {
+        SearchTree t;
+        NodeId s = addSeed(t, {{"A", "1"}});
+        t.setResult(s, true, 1.0, "");
+        Node c;
+        c.parent = s;
+        c.sourceHash = "src";
+        c.knobs = {{"A", "2"}};
+        NodeId good = t.add(c);
+        t.setResult(good, true, 3.0, "");
+        QCOMPARE(t.select(UctParams::legacy()), std::optional<NodeId>(s)); // widening: the seed has room
+        QCOMPARE(t.select(UctParams {}), std::optional<NodeId>(good));
+        // A few children later the seed's own arm wins a turn again: exploration is still there.
+        c.parent = good;
+        for (const char* a : {"3", "4", "5", "6", "7", "8"}) {
+            c.knobs = {{"A", a}};
+            t.setResult(t.add(c), true, 2.9, "");
+        }
+        UctParams explore;
+        explore.exploration = 2.0;
+        QCOMPARE(t.select(explore), std::optional<NodeId>(s));
+        QVERIFY(t.select(UctParams {}) != std::optional<NodeId>(s));
     }
 
     void prunedAndFailedNodesAreNeverSelected()
@@ -107,7 +134,7 @@ private slots:
         NodeId b = addSeed(t, {{"A", "2"}});
         t.setResult(a, true, 1.2, "");
         t.setResult(b, true, 1.0, "");
-        UctParams p;
+        UctParams p = UctParams::legacy();
         p.widenK = 0.1; // no widening: pick among the two seeds by UCT
         p.maxWeight = 0;
         Node c;
