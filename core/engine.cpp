@@ -522,21 +522,9 @@ Report Engine::loop(EngineObserver* observer)
                 m_tree.markExhausted(*sel);
                 continue;
             }
-            Node n;
-            n.parent = p->parent;
-            n.sourceHash = p->sourceHash;
-            n.sourceName = m_sources.at(p->sourceHash).first;
-            n.knobs = p->knobs;
-            n.flags = p->flags;
-            n.origin = p->origin;
-            n.op = memoryOperatorName(p->op); // always inherit without knobOperators
-            NodeId id = m_tree.add(n);
-            NodeRecord rec {id, n.parent, m_nextSeq++, n.sourceHash, knobsToJson(n.knobs), n.flags, n.origin, n.op, {}};
-            m_store.insertNode(m_session, rec);
-            registerProposal(id, rec.seq);
-            if (observer)
-                observer->nodeAdded(m_tree.node(id));
-            return id;
+            // The operator is always inherit without knobOperators.
+            return addKnobChild(p->parent, p->sourceHash, p->knobs, p->flags, p->origin, memoryOperatorName(p->op),
+                observer);
         }
         return std::nullopt;
     };

@@ -240,6 +240,10 @@ private:
 
     /// `--synth grid`: the sweep's next assignment as a child of its seed (engine_depth.cpp).
     std::optional<NodeId> proposeGrid(EngineObserver* observer);
+    /// Adds a built-in synthesizer's child (an existing source): tree, store, memory policy,
+    /// observer.
+    NodeId addKnobChild(NodeId parent, const std::string& sourceHash, const KnobValues& knobs, const std::string& flags,
+        const std::string& origin, const std::string& op, EngineObserver* observer);
 
     // The external synthesizer path (engine_synth.cpp).
     void beginExternal();

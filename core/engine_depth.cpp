@@ -89,17 +89,25 @@ std::optional<NodeId> Engine::proposeGrid(EngineObserver* observer)
     while (it && m_tree.node(it->parent).pruned); // a pruned seed's assignments are skipped
     if (!it)
         return std::nullopt;
+    // Op restart: a fresh assignment of a seed's source, as a child of that seed.
+    return addKnobChild(it->parent, it->sourceHash, it->knobs, it->flags, "grid", "restart", observer);
+}
+
+NodeId Engine::addKnobChild(NodeId parent, const std::string& sourceHash, const KnobValues& knobs,
+    const std::string& flags, const std::string& origin, const std::string& op, EngineObserver* observer)
+{
     Node n;
-    n.parent = it->parent;
-    n.sourceHash = it->sourceHash;
-    n.sourceName = m_sources.at(it->sourceHash).first;
-    n.knobs = it->knobs;
-    n.flags = it->flags;
-    n.origin = "grid";
-    n.op = "restart"; // a fresh assignment of a seed's source, as a child of that seed
+    n.parent = parent;
+    n.sourceHash = sourceHash;
+    n.sourceName = m_sources.at(sourceHash).first;
+    n.knobs = knobs;
+    n.flags = flags;
+    n.origin = origin;
+    n.op = op;
     NodeId id = m_tree.add(n);
     NodeRecord rec {id, n.parent, m_nextSeq++, n.sourceHash, knobsToJson(n.knobs), n.flags, n.origin, n.op, {}};
     m_store.insertNode(m_session, rec);
+    registerProposal(id, rec.seq); // nothing for grid nodes: no memory operator chose them
     if (observer)
         observer->nodeAdded(m_tree.node(id));
     return id;

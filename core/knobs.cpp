@@ -112,28 +112,45 @@ bool KnobSpace::admits(const KnobValues& values, std::string* why) const
     return true;
 }
 
-std::optional<KnobValues> KnobSpace::firstAdmissible() const
+namespace {
+
+/// Calls `visit` with every assignment of `space` in odometer order (the first knob turns
+/// fastest) until it returns false, at most `maxSteps` times; false when it stopped early.
+template <typename Visit> bool forEachAssignment(const KnobSpace& space, uint64_t maxSteps, Visit visit)
 {
-    std::vector<size_t> index(knobs.size(), 0);
-    // Odometer over the declared values; bounded so a huge space with no admissible point
-    // cannot hang the caller.
-    for (uint64_t step = 0; step < 1'000'000; ++step) {
+    std::vector<size_t> index(space.knobs.size(), 0);
+    for (uint64_t step = 0; step < maxSteps; ++step) {
         KnobValues v;
-        for (size_t i = 0; i < knobs.size(); ++i)
-            v[knobs[i].name] = knobs[i].values[index[i]];
-        if (admits(v))
-            return v;
+        for (size_t i = 0; i < space.knobs.size(); ++i)
+            v[space.knobs[i].name] = space.knobs[i].values[index[i]];
+        if (!visit(std::move(v)))
+            return false;
         size_t i = 0;
-        while (i < knobs.size()) {
-            if (++index[i] < knobs[i].values.size())
+        while (i < space.knobs.size()) {
+            if (++index[i] < space.knobs[i].values.size())
                 break;
             index[i] = 0;
             ++i;
         }
-        if (i == knobs.size())
-            return std::nullopt;
+        if (i == space.knobs.size())
+            return true;
     }
-    return std::nullopt;
+    return false;
+}
+
+} // namespace
+
+std::optional<KnobValues> KnobSpace::firstAdmissible() const
+{
+    // Bounded so that a huge space with no admissible point cannot hang the caller.
+    std::optional<KnobValues> first;
+    forEachAssignment(*this, 1'000'000, [&](KnobValues v) {
+        if (!admits(v))
+            return true;
+        first = std::move(v);
+        return false;
+    });
+    return first;
 }
 
 std::vector<KnobValues> KnobSpace::admissibleAssignments(uint64_t limit) const
@@ -142,23 +159,12 @@ std::vector<KnobValues> KnobSpace::admissibleAssignments(uint64_t limit) const
         throw KnobError("the knob space has " + std::to_string(cardinality()) + " assignments, more than the "
             + std::to_string(limit) + " a sweep enumerates; narrow the knobs' values or search it instead");
     std::vector<KnobValues> all;
-    std::vector<size_t> index(knobs.size(), 0);
-    for (;;) {
-        KnobValues v;
-        for (size_t i = 0; i < knobs.size(); ++i)
-            v[knobs[i].name] = knobs[i].values[index[i]];
+    forEachAssignment(*this, limit, [&](KnobValues v) {
         if (admits(v))
             all.push_back(std::move(v));
-        size_t i = 0;
-        while (i < knobs.size()) {
-            if (++index[i] < knobs[i].values.size())
-                break;
-            index[i] = 0;
-            ++i;
-        }
-        if (i == knobs.size())
-            return all;
-    }
+        return true;
+    });
+    return all;
 }
 
 std::optional<KnobValues> KnobSpace::initial() const
