@@ -1,72 +1,13 @@
 #include "backends/slurm_queue.h"
 
-#include <cerrno>
-#include <csignal>
-#include <fcntl.h>
-#include <poll.h>
+#include "backends/run_command.h"
+
+#include <cstdlib>
 #include <sstream>
-#include <sys/wait.h>
-#include <unistd.h>
 #include <vector>
 
 namespace hone::backends {
 namespace {
-
-/// Runs argv with stdout captured (stderr appended), at most `timeoutSeconds`; the exit code
-/// or -1 when it could not run or was killed.
-int capture(const std::vector<std::string>& args, std::string& out, double timeoutSeconds)
-{
-    int pipeFd[2];
-    if (pipe2(pipeFd, O_CLOEXEC) != 0)
-        return -1;
-    std::vector<char*> argv;
-    for (const auto& a : args)
-        argv.push_back(const_cast<char*>(a.c_str()));
-    argv.push_back(nullptr);
-    pid_t pid = fork();
-    if (pid < 0) {
-        close(pipeFd[0]);
-        close(pipeFd[1]);
-        return -1;
-    }
-    if (pid == 0) {
-        int devnull = open("/dev/null", O_RDONLY);
-        if (devnull >= 0)
-            dup2(devnull, 0);
-        dup2(pipeFd[1], 1);
-        dup2(pipeFd[1], 2);
-        execvp(argv[0], argv.data());
-        _exit(127);
-    }
-    close(pipeFd[1]);
-    const auto until = std::chrono::steady_clock::now() + std::chrono::duration<double>(timeoutSeconds);
-    char buf[8192];
-    bool killed = false;
-    for (;;) {
-        pollfd p {pipeFd[0], POLLIN, 0};
-        const int rc = poll(&p, 1, 100);
-        if (rc > 0) {
-            const ssize_t n = read(pipeFd[0], buf, sizeof buf);
-            if (n <= 0)
-                break;
-            out.append(buf, static_cast<size_t>(n));
-        } else if (rc < 0 && errno != EINTR) {
-            break;
-        }
-        if (std::chrono::steady_clock::now() > until) {
-            ::kill(pid, SIGKILL);
-            killed = true;
-            break;
-        }
-    }
-    close(pipeFd[0]);
-    int status = 0;
-    while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
-    }
-    if (killed || !WIFEXITED(status))
-        return -1;
-    return WEXITSTATUS(status);
-}
 
 bool startsWith(const std::string& s, const char* prefix) { return s.rfind(prefix, 0) == 0; }
 
@@ -81,12 +22,12 @@ void SlurmQueue::refresh()
 {
     // The lock is held across the call on purpose: slots that ask meanwhile wait for this
     // snapshot instead of running squeue themselves.
-    std::string out;
-    const int rc = capture({"squeue", "--me", "-h", "-t", "all", "-o", "%i|%j|%T|%r"}, out, 10);
+    const CommandResult r = runCommand({"squeue", "--me", "-h", "-t", "all", "-o", "%i|%j|%T|%r"}, 10);
+    const std::string& out = r.output;
     m_taken = std::chrono::steady_clock::now();
-    if (rc != 0) {
-        m_error = rc < 0 ? "squeue did not answer within 10 s (or could not be run)"
-                         : "squeue failed (exit " + std::to_string(rc) + "): " + out.substr(0, 300);
+    if (r.code != 0) {
+        m_error = r.code < 0 ? "squeue did not answer within 10 s (or could not be run)"
+                             : "squeue failed (exit " + std::to_string(r.code) + "): " + out.substr(0, 300);
         return;
     }
     m_error.clear();
