@@ -82,6 +82,7 @@
 #endif
 
 constexpr int THREADS = 32 * WPB;
+constexpr int GROUPS = WPB / SPLITK; // samples a block works on at once
 constexpr int ROWB = PIECE * 16; // bytes of one row of a piece
 constexpr int FMAXT = MATH ? 32 : 28; // rows the fast path takes
 
@@ -342,7 +343,6 @@ __global__ void __launch_bounds__(THREADS) dot_interaction_tiles(
     char* smem = reinterpret_cast<char*>(smem4);
     char* bufs = smem + static_cast<size_t>(w) * STAGES * s.bufBytes;
     const unsigned sbufs = static_cast<unsigned>(__cvta_generic_to_shared(bufs));
-    constexpr int GROUPS = WPB / SPLITK;
     const int64_t stride = static_cast<int64_t>(gridDim.x) * GROUPS;
     const int64_t first = static_cast<int64_t>(blockIdx.x) * GROUPS + group;
     const float* Xw = X + rank * (s.D / SPLITK); // this warp's columns
@@ -454,25 +454,31 @@ extern "C" int hone_run(const hone_args* a)
     }
     s.pieces = s.D / SPLITK / (4 * PIECE);
     s.bufBytes = s.F * ROWB;
-    // The compute reads rows up to rowsRead(F) - 1, which may be past F: past the last buffer
-    // of the last warp that is beyond the buffers, hence the pad (those values are never stored).
+    // The compute may read rows up to rowsRead(F) - 1 >= F (never stored): for the last warp's
+    // last buffer those lie past the buffers, hence the pad.
     const size_t smem = static_cast<size_t>(WPB) * STAGES * s.bufBytes + (rowsRead(s.F) - s.F) * ROWB;
 
-    int dev = 0, sms = 0;
-    cudaGetDevice(&dev);
-    cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev);
-    cudaError_t err = cudaFuncSetAttribute(
-        dot_interaction_tiles, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem));
-    if (err != cudaSuccess)
-        return static_cast<int>(err);
-    int perSM = 0;
-    err = cudaOccupancyMaxActiveBlocksPerMultiprocessor(&perSM, dot_interaction_tiles, THREADS, smem);
-    if (err != cudaSuccess)
-        return static_cast<int>(err);
-    int64_t blocks = (s.B + WPB - 1) / WPB;
-    const int64_t limit = static_cast<int64_t>(perSM > 0 ? perSM : 1) * sms;
-    if (blocks > limit)
-        blocks = limit;
+    // Blocks resident at once for this much shared memory, worked out once per size: the
+    // attribute and occupancy calls would otherwise delay every launch.
+    static size_t cachedSmem = 0;
+    static int64_t cachedLimit = 0;
+    if (smem != cachedSmem) {
+        int dev = 0, sms = 0, perSM = 0;
+        cudaGetDevice(&dev);
+        cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev);
+        cudaError_t err = cudaFuncSetAttribute(
+            dot_interaction_tiles, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem));
+        if (err != cudaSuccess)
+            return static_cast<int>(err);
+        err = cudaOccupancyMaxActiveBlocksPerMultiprocessor(&perSM, dot_interaction_tiles, THREADS, smem);
+        if (err != cudaSuccess)
+            return static_cast<int>(err);
+        cachedSmem = smem;
+        cachedLimit = static_cast<int64_t>(perSM > 0 ? perSM : 1) * sms;
+    }
+    int64_t blocks = (s.B + GROUPS - 1) / GROUPS;
+    if (blocks > cachedLimit)
+        blocks = cachedLimit;
     dot_interaction_tiles<<<static_cast<unsigned>(blocks), THREADS, smem, stream>>>(x, out, s);
     return static_cast<int>(cudaGetLastError());
 }
