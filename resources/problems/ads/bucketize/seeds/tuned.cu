@@ -233,11 +233,18 @@ template <int V> int launch(const hone_args* a, int64_t n, int k, int h, size_t 
     const int64_t tile = static_cast<int64_t>(BLOCK) * ITEMS;
     int64_t grid = (n / V + tile - 1) / tile;
 #if GRID == 1
-    int dev = 0, sms = 0, per_sm = 0;
-    cudaGetDevice(&dev);
-    cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev);
-    cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, bucketize_smem<V>, BLOCK, smem);
-    const int64_t resident = static_cast<int64_t>(sms > 0 ? sms : 1) * (per_sm > 0 ? per_sm : 1);
+    // Blocks resident at once, asked once per shared-memory size: the queries would delay
+    // every launch.
+    static size_t resident_smem = 0;
+    static int64_t resident = 0;
+    if (resident == 0 || smem != resident_smem) {
+        int dev = 0, sms = 0, per_sm = 0;
+        cudaGetDevice(&dev);
+        cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev);
+        cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, bucketize_smem<V>, BLOCK, smem);
+        resident = static_cast<int64_t>(sms > 0 ? sms : 1) * (per_sm > 0 ? per_sm : 1);
+        resident_smem = smem;
+    }
     if (grid > resident)
         grid = resident;
 #endif

@@ -182,11 +182,14 @@ template <int V> int launch(const hone_args* a, i64 nbags, int dv)
     constexpr int GPB = BLOCK / LANES;
     i64 grid = (nbags + GPB - 1) / GPB;
 #if GRID == 1
-    int dev = 0, sms = 0, per_sm = 0;
-    cudaGetDevice(&dev);
-    cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev);
-    cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, embedding_bag_sum_tuned<V>, BLOCK, 0);
-    const i64 resident = static_cast<i64>(sms > 0 ? sms : 1) * (per_sm > 0 ? per_sm : 1);
+    // Blocks resident at once, asked once per instantiation: the queries would delay every launch.
+    static const i64 resident = [] {
+        int dev = 0, sms = 0, per_sm = 0;
+        cudaGetDevice(&dev);
+        cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev);
+        cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, embedding_bag_sum_tuned<V>, BLOCK, 0);
+        return static_cast<i64>(sms > 0 ? sms : 1) * (per_sm > 0 ? per_sm : 1);
+    }();
     if (grid > resident)
         grid = resident;
 #endif

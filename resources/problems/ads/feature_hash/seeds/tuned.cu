@@ -165,11 +165,14 @@ template <int V> int launch(const hone_args* a, int64_t n, const Hasher& f)
     const int64_t tile = static_cast<int64_t>(BLOCK) * ITEMS;
     int64_t grid = (nvec + tile - 1) / tile;
 #if GRID == 1
-    int dev = 0, sms = 0, per_sm = 0;
-    cudaGetDevice(&dev);
-    cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev);
-    cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, feature_hash_tuned<V>, BLOCK, 0);
-    const int64_t resident = static_cast<int64_t>(sms > 0 ? sms : 1) * (per_sm > 0 ? per_sm : 1);
+    // Blocks resident at once, asked once per instantiation: the queries would delay every launch.
+    static const int64_t resident = [] {
+        int dev = 0, sms = 0, per_sm = 0;
+        cudaGetDevice(&dev);
+        cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev);
+        cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, feature_hash_tuned<V>, BLOCK, 0);
+        return static_cast<int64_t>(sms > 0 ? sms : 1) * (per_sm > 0 ? per_sm : 1);
+    }();
     if (grid > resident)
         grid = resident;
 #endif

@@ -144,11 +144,14 @@ template <int V> int launch(const hone_args* a, i64 nrows, i64 maxl, int dv, flo
     const i64 tile = static_cast<i64>(BLOCK / TPR) * ROWS;
     i64 grid = (nrows + tile - 1) / tile;
 #if GRID == 1
-    int dev = 0, sms = 0, per_sm = 0;
-    cudaGetDevice(&dev);
-    cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev);
-    cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, jagged_to_padded_tuned<V>, BLOCK, 0);
-    const i64 resident = static_cast<i64>(sms > 0 ? sms : 1) * (per_sm > 0 ? per_sm : 1);
+    // Blocks resident at once, asked once per instantiation: the queries would delay every launch.
+    static const i64 resident = [] {
+        int dev = 0, sms = 0, per_sm = 0;
+        cudaGetDevice(&dev);
+        cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev);
+        cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, jagged_to_padded_tuned<V>, BLOCK, 0);
+        return static_cast<i64>(sms > 0 ? sms : 1) * (per_sm > 0 ? per_sm : 1);
+    }();
     if (grid > resident)
         grid = resident;
 #endif

@@ -243,11 +243,14 @@ template <int V> int launch(const hone_args* a, i64 m, int n)
     constexpr int rows_per_block = (BLOCK / 32) * (32 / LANES) * ROWS;
     i64 grid = (m + rows_per_block - 1) / rows_per_block;
 #if GRID == 1
-    int dev = 0, sms = 0, per_sm = 0;
-    cudaGetDevice(&dev);
-    cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev);
-    cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, softmax_warp<V>, BLOCK, 0);
-    const i64 resident = static_cast<i64>(sms > 0 ? sms : 1) * (per_sm > 0 ? per_sm : 1);
+    // Blocks resident at once, asked once per instantiation: the queries would delay every launch.
+    static const i64 resident = [] {
+        int dev = 0, sms = 0, per_sm = 0;
+        cudaGetDevice(&dev);
+        cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev);
+        cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, softmax_warp<V>, BLOCK, 0);
+        return static_cast<i64>(sms > 0 ? sms : 1) * (per_sm > 0 ? per_sm : 1);
+    }();
     if (grid > resident)
         grid = resident;
 #else
