@@ -7,6 +7,7 @@
 #include <csignal>
 #include <cstring>
 #include <fcntl.h>
+#include <filesystem>
 #include <fstream>
 #include <optional>
 #include <poll.h>
@@ -23,7 +24,7 @@ namespace proto = hone::core::protocol;
 constexpr size_t kMaxStderr = 64 * 1024;
 constexpr size_t kMaxLine = 64 * 1024 * 1024;
 
-double residentMiB(pid_t pid)
+double ownResidentMiB(pid_t pid)
 {
     std::ifstream f("/proc/" + std::to_string(pid) + "/status");
     std::string key;
@@ -37,6 +38,23 @@ double residentMiB(pid_t pid)
         std::getline(f, rest);
     }
     return 0;
+}
+
+/// Resident memory of `pid` and all its descendants: candidate code runs in runner processes
+/// (in sandboxes, sessions of their own) below the worker, and counts against its limit.
+double residentMiB(pid_t pid, int depth = 0)
+{
+    double total = ownResidentMiB(pid);
+    if (depth > 8)
+        return total;
+    std::error_code ec;
+    for (const auto& task : std::filesystem::directory_iterator("/proc/" + std::to_string(pid) + "/task", ec)) {
+        std::ifstream children(task.path() / "children");
+        pid_t child = 0;
+        while (children >> child)
+            total += residentMiB(child, depth + 1);
+    }
+    return total;
 }
 
 std::string tail(const std::string& s, size_t n)

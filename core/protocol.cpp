@@ -6,7 +6,7 @@
 namespace hone::core::protocol {
 namespace {
 
-constexpr std::array<std::pair<FailureKind, const char*>, 12> kKinds = {{
+constexpr std::array<std::pair<FailureKind, const char*>, 13> kKinds = {{
     {FailureKind::BadCandidate, "bad_candidate"},
     {FailureKind::CompileError, "compile_error"},
     {FailureKind::RuntimeError, "runtime_error"},
@@ -19,6 +19,7 @@ constexpr std::array<std::pair<FailureKind, const char*>, 12> kKinds = {{
     {FailureKind::MemoryLimit, "memory_limit"},
     {FailureKind::ProtocolError, "protocol_error"},
     {FailureKind::WorkerError, "worker_error"},
+    {FailureKind::Suspicious, "suspicious"},
 }};
 
 double number(const nlohmann::json& obj, const char* key)

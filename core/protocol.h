@@ -25,6 +25,7 @@ enum class FailureKind {
     MemoryLimit,
     ProtocolError,  // unparsable or out-of-protocol output
     WorkerError,    // the worker could not do its job (missing compiler, bad request)
+    Suspicious,     // timing that cannot be trusted: below the roofline floor, clocks disagree
 };
 
 const char* failureKindName(FailureKind kind);

@@ -338,6 +338,12 @@ void Store::migrate()
     for (int v = version; v < known; ++v) {
         exec("BEGIN IMMEDIATE");
         try {
+            // Another process may have migrated between our read and the write lock: read again
+            // under the lock, so two processes opening a new store never both create its tables.
+            if (schemaVersion() > v) {
+                exec("COMMIT");
+                continue;
+            }
             exec(kMigrations[v]);
             exec(("PRAGMA user_version = " + std::to_string(v + 1)).c_str());
             exec("COMMIT");

@@ -3,7 +3,9 @@
 // or hostile to the harness.
 #include "core/protocol.h"
 
+#include <QHostAddress>
 #include <QProcess>
+#include <QTcpServer>
 #include <QTemporaryDir>
 #include <QtTest>
 
@@ -50,6 +52,12 @@ std::string candidate(const std::string& body)
            "    const int64_t n = hone_numel(&a->outputs[0]);\n"
            "    const float b = static_cast<float>(hone_param_or(a, \"b\", 0.0));\n"
         + body + "}\n";
+}
+
+/// A candidate with `prelude` (includes, helpers, statics) before hone_run.
+std::string candidateWith(const std::string& prelude, const std::string& body)
+{
+    return "#include <cstdint>\n" + prelude + "\n" + candidate(body);
 }
 
 const char* const kCorrectBody = "#pragma omp parallel for\n"
@@ -115,9 +123,11 @@ private:
     QTemporaryDir m_cache;
 
     /// Starts a worker on `cacheDir`, writes `lines`, closes stdin and collects everything.
-    Session talk(const std::vector<std::string>& lines, const QString& cacheDir = {}, int timeoutMs = 300000)
+    Session talk(const std::vector<std::string>& lines, const QString& cacheDir = {}, int timeoutMs = 300000,
+        const QProcessEnvironment& env = QProcessEnvironment::systemEnvironment())
     {
         QProcess p;
+        p.setProcessEnvironment(env);
         p.setProgram(m_worker);
         p.setArguments({ "--stdio", "--cache-dir", cacheDir.isEmpty() ? m_cache.path() : cacheDir });
         p.start();
@@ -465,13 +475,13 @@ private slots:
         QVERIFY(!r.contains("failure"));
         qInfo("result: %s", r.dump().c_str());
 
-        // compile -> check -> (wait for the timing lock) -> time -> recheck -> diagnose.
+        // compile -> check -> timing inputs -> (wait for the timing lock) -> time -> recheck -> diagnose.
         std::vector<std::string> stages;
         for (const auto& p : s.ofType("progress"))
             if (stages.empty() || stages.back() != p["stage"])
                 stages.push_back(p["stage"].get<std::string>());
         QCOMPARE(
-            stages, (std::vector<std::string> { "compile", "check", "wait", "time", "recheck", "diagnose" }));
+            stages, (std::vector<std::string> { "compile", "check", "inputs", "wait", "time", "recheck", "diagnose" }));
 
         QCOMPARE(r["compile"]["ok"].get<bool>(), true);
         QVERIFY(
@@ -576,21 +586,178 @@ private slots:
         QVERIFY(!r["timing"].contains("baseline"));
     }
 
+    /// Candidates that are honest only while they think they are watched, or that attack the
+    /// timing: each must fail with its own kind, in the timing stage.
+    void dishonestCandidatesFail_data()
+    {
+        QTest::addColumn<QString>("prelude");
+        QTest::addColumn<QString>("body");
+        QTest::addColumn<QStringList>("kinds");
+        QTest::addColumn<QString>("stage");
+        QTest::addColumn<QString>("fragment");
+        // Checks make 2 shapes x 3 seeds = 6 calls; afterwards the candidate cheats.
+        const QString count = "static int g_calls = 0;\n";
+        const QString correct = QString(kCorrectBody);
+        QTest::addRow("skips work once checks are over")
+            << count << "    if (++g_calls > 6)\n        return 0;\n" + correct << QStringList { "partial_write" }
+            << "time" << "timed call";
+        QTest::addRow("finishes on a detached thread")
+            << "#include <chrono>\n#include <thread>\n" + count
+            << "    if (++g_calls > 6) {\n"
+               "        std::thread([=] {\n"
+               "            std::this_thread::sleep_for(std::chrono::seconds(2));\n"
+               "            for (int64_t i = 0; i < n; ++i)\n                y[i] = 2.0f * x[i] + b;\n"
+               "        }).detach();\n        return 0;\n    }\n" + correct
+            << QStringList { "partial_write" } << "time" << "timed call";
+        QTest::addRow("writes its inputs while timed")
+            << count
+            << "    for (int64_t i = 0; i < n; ++i)\n        y[i] = 2.0f * x[i] + b;\n"
+               "    if (++g_calls > 6)\n        const_cast<float*>(x)[n / 2] += 1.0f;\n    return 0;\n"
+            << QStringList { "input_mutation" } << "time" << "input 'x'";
+        QTest::addRow("answers from the last call's inputs")
+            << "#include <vector>\nstatic std::vector<float> g_memo;\n" + count
+            << "    if (++g_calls > 6 && g_memo.size() == size_t(n)) {\n"
+               "        for (int64_t i = 0; i < n; ++i)\n            y[i] = g_memo[size_t(i)];\n"
+               "        return 0;\n    }\n"
+               "    g_memo.assign(size_t(n), 0.0f);\n"
+               "    for (int64_t i = 0; i < n; ++i)\n        y[i] = g_memo[size_t(i)] = 2.0f * x[i] + b;\n"
+               "    return 0;\n"
+            << QStringList { "wrong_result" } << "time" << "timed call";
+#if defined(__x86_64__)
+        // Rewrites libc's clock_gettime in its own process so that every call seems to take 1 us.
+        QTest::addRow("patches the clock")
+            << "#include <cstring>\n#include <ctime>\n#include <dlfcn.h>\n#include <sys/mman.h>\n"
+               "static int fakeClock(clockid_t, struct timespec* ts)\n{\n"
+               "    static long t = 0;\n    t += 500;\n    ts->tv_sec = t / 1000000000;\n"
+               "    ts->tv_nsec = t % 1000000000;\n    return 0;\n}\n"
+               "__attribute__((constructor)) static void patchClock()\n{\n"
+               "    void* f = dlsym(RTLD_DEFAULT, \"clock_gettime\");\n    if (!f)\n        return;\n"
+               "    uintptr_t page = reinterpret_cast<uintptr_t>(f) & ~uintptr_t(4095);\n"
+               "    if (mprotect(reinterpret_cast<void*>(page), 8192, PROT_READ | PROT_WRITE | PROT_EXEC) != 0)\n"
+               "        return;\n"
+               "    unsigned char code[12] = { 0x48, 0xB8, 0, 0, 0, 0, 0, 0, 0, 0, 0xFF, 0xE0 };\n"
+               "    void* target = reinterpret_cast<void*>(&fakeClock);\n"
+               "    std::memcpy(code + 2, &target, 8);\n    std::memcpy(f, code, sizeof code);\n}\n"
+            << correct << QStringList { "suspicious" } << "time" << "clock";
+#endif
+    }
+
+    void dishonestCandidatesFail()
+    {
+        QFETCH(QString, prelude);
+        QFETCH(QString, body);
+        QFETCH(QStringList, kinds);
+        QFETCH(QString, stage);
+        QFETCH(QString, fragment);
+        const json cand = source("cheat.cpp", candidateWith(prelude.toStdString(), body.toStdString()));
+        const json r = evalOne(evalRequest(QTest::currentDataTag(), cand, true, source("naive.cpp", kReference)));
+        QCOMPARE(r.value("status", ""), std::string("failed"));
+        const std::string kind = r["failure"]["kind"].get<std::string>();
+        const std::string message = r["failure"]["message"].get<std::string>();
+        QVERIFY2(kinds.contains(QString::fromStdString(kind)), (kind + ": " + message).c_str());
+        QCOMPARE(QString::fromStdString(r["failure"]["stage"].get<std::string>()), stage);
+        QVERIFY2(message.find(fragment.toStdString()) != std::string::npos, message.c_str());
+        QVERIFY(!r.contains("roofline")); // no timing of a failed candidate is reported as a result
+    }
+
+    /// A time under the roofline floor is a verdict, not a remark.
+    void belowTheFloorIsSuspicious()
+    {
+        json req = evalRequest("floor", source("fast.cpp", candidate(kCorrectBody)), true);
+        req["problem"]["bench"][0]["bytes"] = 1e13; // a cost model no kernel can beat
+        const json r = evalOne(req);
+        QCOMPARE(r.value("status", ""), std::string("failed"));
+        QCOMPARE(r["failure"]["kind"].get<std::string>(), std::string("suspicious"));
+        QCOMPARE(r["failure"]["stage"].get<std::string>(), std::string("diagnose"));
+        QVERIFY2(r["failure"]["message"].get<std::string>().find("below the roofline floor") != std::string::npos,
+            r["failure"]["message"].get<std::string>().c_str());
+        QCOMPARE(r["diagnosis"]["suspicious"].get<bool>(), true);
+        QVERIFY(protocol::summarize(r).ok == false);
+    }
+
+    /// The sandbox: no network, no files of the host, no environment, no survivors.
+    void candidatesAreSandboxed()
+    {
+        const Session hello = talk({ R"({"protocol":1,"type":"hello","id":"sb"})" });
+        QCOMPARE(hello.ofType("hello").size(), size_t(1));
+        const json sandbox = hello.ofType("hello").front()["sandbox"];
+        if (!sandbox.value("enabled", false))
+            QSKIP(("no sandbox on this host: " + sandbox.value("reason", std::string("?"))).c_str());
+
+        QTcpServer listener;
+        QVERIFY(listener.listen(QHostAddress::LocalHost));
+        const QString marker = QDir::tempPath() + "/hone-sandbox-marker-" + QString::number(listener.serverPort());
+        QFile::remove(marker);
+        // Every escape it manages makes its output wrong, so a pass means none worked.
+        const std::string prelude = "#include <arpa/inet.h>\n#include <cstdio>\n#include <cstdlib>\n"
+                                    "#include <netinet/in.h>\n#include <sys/prctl.h>\n#include <sys/socket.h>\n"
+                                    "#include <unistd.h>\n"
+                                    "static int escapes()\n{\n    int found = 0;\n"
+                                    "    int s = socket(AF_INET, SOCK_STREAM, 0);\n"
+                                    "    sockaddr_in a {};\n    a.sin_family = AF_INET;\n"
+                                    "    a.sin_port = htons(PORT);\n    a.sin_addr.s_addr = htonl(0x7f000001);\n"
+                                    "    if (s >= 0 && connect(s, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0)\n"
+                                    "        found |= 1;\n"
+                                    "    if (FILE* f = std::fopen(\"/etc/passwd\", \"r\")) { found |= 2; std::fclose(f); }\n"
+                                    "    if (std::getenv(\"HONE_TEST_SECRET\")) found |= 4;\n"
+                                    "    char path[256];\n"
+                                    "    std::snprintf(path, sizeof path, \"/tmp/hone-sandbox-marker-%d\", PORT);\n"
+                                    "    if (FILE* f = std::fopen(path, \"w\")) std::fclose(f);\n"
+                                    "    if (std::getenv(\"HOME\")) found |= 8;\n"
+                                    "    if (fork() == 0) {\n        setsid();\n"
+                                    "        prctl(PR_SET_NAME, \"hone-survivor\");\n        sleep(120);\n"
+                                    "        _exit(0);\n    }\n"
+                                    "    return found;\n}\n";
+        const std::string body = "    if (escapes() != 0)\n        return 0;\n" + std::string(kCorrectBody);
+        json cand = source("escape.cpp", candidateWith(prelude, body));
+        cand["knobs"] = { { "PORT", std::to_string(listener.serverPort()) } };
+        QProcessEnvironment env = QProcessEnvironment::systemEnvironment();
+        env.insert("HONE_TEST_SECRET", "sk-not-for-candidates");
+        const Session s = talk({ evalRequest("escape", cand, false).dump() }, {}, 300000, env);
+        const auto results = s.ofType("result");
+        QCOMPARE(results.size(), size_t(1));
+        QVERIFY2(results.front()["status"] == "ok", results.front().dump(2).c_str());
+        QTest::qWait(200);
+        QVERIFY(!listener.hasPendingConnections());
+        QVERIFY(!QFile::exists(marker));
+        // Nothing the candidate started outlives its worker.
+        bool survivor = false;
+        for (int attempt = 0; attempt < 20; ++attempt) {
+            survivor = false;
+            for (const QString& pid : QDir("/proc").entryList(QDir::Dirs)) {
+                QFile comm("/proc/" + pid + "/comm");
+                if (comm.open(QIODevice::ReadOnly) && comm.readAll().trimmed() == "hone-survivor")
+                    survivor = true;
+            }
+            if (!survivor)
+                break;
+            QTest::qWait(100);
+        }
+        QVERIFY(!survivor);
+    }
+
     void crashNamesTheStage()
     {
+        // The candidate runs in a process of its own: its crash is a verdict the worker gives,
+        // and the worker lives on.
         const std::string body
             = "    (void)x; (void)n; (void)b;\n    y[0] = *static_cast<volatile float*>(nullptr);\n"
               "    return 0;\n";
-        const Session s = talk({ evalRequest("crash", source("crash.cpp", candidate(body)), false).dump() });
+        const Session s = talk({ evalRequest("crash", source("crash.cpp", candidate(body)), false).dump(),
+            json { { "protocol", 1 }, { "type", "hello" }, { "id", "after" } }.dump() });
         QVERIFY2(s.badLines.isEmpty(), qPrintable(s.badLines.join('\n')));
-        QCOMPARE(s.exitStatus, QProcess::CrashExit);
-        QCOMPARE(s.exitCode, SIGSEGV);
-        QVERIFY(s.ofType("result").empty());
-        const auto progress = s.ofType("progress");
-        QVERIFY(!progress.empty());
-        QCOMPARE(progress.back()["id"].get<std::string>(), std::string("crash"));
-        QCOMPARE(progress.back()["stage"].get<std::string>(), std::string("check"));
-        QCOMPARE(progress.back()["detail"].get<std::string>(), "fatal signal " + std::to_string(SIGSEGV));
+        QCOMPARE(s.exitStatus, QProcess::NormalExit);
+        QCOMPARE(s.exitCode, 0);
+        const auto results = s.ofType("result");
+        QCOMPARE(results.size(), size_t(1));
+        const json& r = results.front();
+        QCOMPARE(r["status"].get<std::string>(), std::string("failed"));
+        QCOMPARE(r["failure"]["kind"].get<std::string>(), std::string("crash"));
+        QCOMPARE(r["failure"]["stage"].get<std::string>(), std::string("check"));
+        const std::string message = r["failure"]["message"].get<std::string>();
+        QVERIFY2(message.find("SIGSEGV") != std::string::npos, message.c_str());
+        QVERIFY2(message.find("small[0] seed 1") != std::string::npos, message.c_str());
+        QCOMPARE(s.ofType("hello").size(), size_t(1));
     }
 };
 

@@ -26,6 +26,12 @@ public:
     using std::runtime_error::runtime_error;
 };
 
+/// The process that ran a candidate's code died (a signal, an exit) while serving a call.
+class RunnerDied : public std::runtime_error {
+public:
+    using std::runtime_error::runtime_error;
+};
+
 /// A loaded translation unit's hone_run, callable with buffers of the backend that loaded it.
 class LoadedKernel {
 public:
@@ -110,6 +116,14 @@ public:
     {
         (void)request;
         return nullptr;
+    }
+
+    /// After timing: empty when the clock `kernel` was timed with agrees with a clock the
+    /// candidate cannot touch, else why not (the candidate then fails as suspicious).
+    virtual std::string clockDisagreement(LoadedKernel& kernel)
+    {
+        (void)kernel;
+        return {};
     }
 
     /// How samples were timed, for the result's timing.method; null where there is nothing to add.

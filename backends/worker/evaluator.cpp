@@ -15,12 +15,18 @@
 #include <functional>
 #include <new>
 #include <optional>
+#include <random>
 #include <stdexcept>
 
 namespace hone::backends {
 namespace {
 
 using core::protocol::FailureKind;
+
+/// The first input set timing draws from (the one `dump` writes); the others follow it.
+constexpr uint64_t kTimingSeed = 1;
+/// A median time under this fraction of the roofline floor fails the candidate as suspicious.
+constexpr double kSuspiciousVerdict = 2.0 / 3.0;
 
 /// Ends the evaluation with a failure of `kind` in `stage`.
 struct EvalFailure {
@@ -113,14 +119,6 @@ std::vector<HostTensor> generateInputs(const ShapeSpec& shape, uint64_t seed)
     return inputs;
 }
 
-std::vector<void*> pointers(std::vector<HostTensor>& tensors)
-{
-    std::vector<void*> out;
-    for (auto& t : tensors)
-        out.push_back(t.data());
-    return out;
-}
-
 std::vector<void*> pointers(const std::vector<DeviceBuffer>& buffers)
 {
     std::vector<void*> out;
@@ -142,6 +140,9 @@ int guardedRun(
     } catch (const std::bad_alloc&) {
         throw EvalFailure { isReference ? FailureKind::WorkerError : FailureKind::MemoryLimit, stage,
             who + " ran out of memory (std::bad_alloc) on " + where };
+    } catch (const RunnerDied& e) {
+        throw EvalFailure { isReference ? FailureKind::WorkerError : FailureKind::Crash, stage,
+            who + " on " + where + ": " + e.what() };
     } catch (const DeviceFault& e) {
         throw EvalFailure { kind, stage, who + " on " + where + ": " + e.what() };
     } catch (const std::exception& e) {
@@ -317,28 +318,46 @@ void Evaluator::build(DeviceBackend& backend, const SourceSpec& spec, const char
         throw fail(missingEntry ? FailureKind::BadCandidate : FailureKind::CompileError, error);
 }
 
+std::vector<HostTensor> Evaluator::referenceOutputs(
+    const ShapeSpec& shape, uint64_t seed, const std::vector<HostTensor>& inputs, LoadedKernel& reference)
+{
+    const std::string where = shape.label + " seed " + std::to_string(seed);
+    // The reference runs in a process of its own (on the host) on its own copy of the inputs,
+    // unless its outputs for exactly these inputs are cached; its outputs come back here only.
+    std::vector<HostTensor> want = makeTensors(shape.outputs);
+    const std::filesystem::path cached = referenceCachePath(shape, seed);
+    if (cached.empty() || !loadTensors(cached, want)) {
+        std::vector<DeviceBuffer> refInputs;
+        for (const auto& in : inputs) {
+            refInputs.emplace_back(m_host, in.bytes());
+            m_host.upload(refInputs.back().get(), in.data(), in.bytes());
+        }
+        std::vector<DeviceBuffer> refOutputs;
+        for (auto& w : want) {
+            w.poison();
+            refOutputs.emplace_back(m_host, w.bytes());
+            m_host.upload(refOutputs.back().get(), w.data(), w.bytes());
+        }
+        KernelArgs refArgs(shape, m_request->params, nullptr);
+        refArgs.bind(shape.inputs, pointers(refInputs), shape.outputs, pointers(refOutputs));
+        guardedRun([&] { return reference.run(refArgs.args()); }, true, m_stage, where);
+        for (size_t i = 0; i < want.size(); ++i)
+            m_host.download(want[i].data(), refOutputs[i].get(), want[i].bytes());
+        if (!cached.empty())
+            storeTensors(cached, want);
+    }
+    if (const std::string bad = referenceProblem(want, shape.label, seed); !bad.empty())
+        throw EvalFailure { FailureKind::WorkerError, m_stage, bad };
+    return want;
+}
+
 CheckOutcome Evaluator::checkOnce(
     const ShapeSpec& shape, uint64_t seed, LoadedKernel& candidate, LoadedKernel& reference)
 {
     const std::string where = shape.label + " seed " + std::to_string(seed);
     const std::vector<HostTensor> inputs = inputsFor(shape, seed);
 
-    // The reference runs on its own copy of the inputs, on the host, unless its outputs for
-    // exactly these inputs are cached.
-    std::vector<HostTensor> want = makeTensors(shape.outputs);
-    const std::filesystem::path cached = referenceCachePath(shape, seed);
-    if (cached.empty() || !loadTensors(cached, want)) {
-        std::vector<HostTensor> refInputs(inputs.begin(), inputs.end());
-        for (auto& w : want)
-            w.poison();
-        KernelArgs refArgs(shape, m_request->params, nullptr);
-        refArgs.bind(shape.inputs, pointers(refInputs), shape.outputs, pointers(want));
-        guardedRun([&] { return reference.run(refArgs.args()); }, true, m_stage, where);
-        if (!cached.empty())
-            storeTensors(cached, want);
-    }
-    if (const std::string bad = referenceProblem(want, shape.label, seed); !bad.empty())
-        throw EvalFailure { FailureKind::WorkerError, m_stage, bad };
+    const std::vector<HostTensor> want = referenceOutputs(shape, seed, inputs, reference);
 
     // The candidate gets device copies; outputs start poisoned so unwritten elements show.
     // Device work holds the device's shared lock, so that no timing runs beside it.
@@ -383,23 +402,48 @@ CheckOutcome Evaluator::checkOnce(
     return compareRun(shape.label, seed, inputs, checksums, inputsAfter, got, want, m_request->tolerance);
 }
 
-nlohmann::json Evaluator::timeCandidate(
-    const ShapeSpec& shape, LoadedKernel& candidate, LoadedKernel* baseline, double* medianSeconds)
+nlohmann::json Evaluator::timeCandidate(const ShapeSpec& shape, LoadedKernel& candidate, LoadedKernel* baseline,
+    LoadedKernel& reference, double* medianSeconds)
 {
     const EvalRequest& req = *m_request;
-    constexpr uint64_t kTimingSeed = 1;
-    const std::vector<HostTensor> inputs = inputsFor(shape, kTimingSeed);
-    std::vector<DeviceBuffer> devInputs;
+    // Several input sets, drawn in an order the candidate cannot predict, so that a kernel that
+    // is honest only on inputs it has seen (or caches results) is caught by the verified calls.
+    size_t inputBytes = 0;
+    for (const auto& d : shape.inputs)
+        inputBytes += d.bytes();
+    const size_t sets = inputBytes <= (size_t(64) << 20) ? 3 : 2;
+    std::vector<uint64_t> seeds;
+    for (size_t s = 0; s < sets; ++s)
+        seeds.push_back(kTimingSeed + s);
+    std::vector<std::vector<HostTensor>> inputs;
+    std::vector<std::vector<HostTensor>> want;
+    std::vector<std::vector<uint64_t>> checksums;
+    for (uint64_t seed : seeds) {
+        progress("inputs", shape.label + ": inputs and reference outputs of timing set seed " + std::to_string(seed));
+        inputs.push_back(inputsFor(shape, seed));
+        want.push_back(referenceOutputs(shape, seed, inputs.back(), reference));
+        checksums.emplace_back();
+        for (const auto& in : inputs.back())
+            checksums.back().push_back(in.checksum());
+    }
+    // The candidate and the baseline get separate copies of every input set: neither can
+    // change what the other reads, and both are checksummed after timing.
+    std::vector<std::vector<DeviceBuffer>> candIn(sets), baseIn(sets);
     {
         // Copies are device work too: on a GPU another process's timing would share the chip
         // with them (time-sliced contexts), so they wait for it and hold it off.
         const auto inUse = m_device.lockForUse([&] {
             progress("wait", "another worker is timing on this device; the timing inputs wait for it");
         });
-        for (const auto& in : inputs) {
-            devInputs.emplace_back(m_device, in.bytes());
-            m_device.upload(devInputs.back().get(), in.data(), in.bytes());
-        }
+        for (size_t s = 0; s < sets; ++s)
+            for (const auto& in : inputs[s]) {
+                candIn[s].emplace_back(m_device, in.bytes());
+                m_device.upload(candIn[s].back().get(), in.data(), in.bytes());
+                if (baseline) {
+                    baseIn[s].emplace_back(m_device, in.bytes());
+                    m_device.upload(baseIn[s].back().get(), in.data(), in.bytes());
+                }
+            }
     }
     // Separate outputs, so neither kernel finds the other's results in place.
     auto makeOutputs = [&] {
@@ -410,11 +454,22 @@ nlohmann::json Evaluator::timeCandidate(
     };
     const std::vector<DeviceBuffer> candOut = makeOutputs();
     const std::vector<DeviceBuffer> baseOut = baseline ? makeOutputs() : std::vector<DeviceBuffer>();
-    KernelArgs candArgs(shape, req.params, m_device.stream(), &m_device);
-    candArgs.bind(shape.inputs, pointers(devInputs), shape.outputs, pointers(candOut));
-    KernelArgs baseArgs(shape, req.params, m_device.stream(), &m_device);
-    if (baseline)
-        baseArgs.bind(shape.inputs, pointers(devInputs), shape.outputs, pointers(baseOut));
+    std::vector<KernelArgs> candArgs, baseArgs;
+    for (size_t s = 0; s < sets; ++s) {
+        candArgs.emplace_back(shape, req.params, m_device.stream(), &m_device);
+        candArgs.back().bind(shape.inputs, pointers(candIn[s]), shape.outputs, pointers(candOut));
+        baseArgs.emplace_back(shape, req.params, m_device.stream(), &m_device);
+        if (baseline)
+            baseArgs.back().bind(shape.inputs, pointers(baseIn[s]), shape.outputs, pointers(baseOut));
+    }
+    // Every timed call of the candidate starts from poisoned outputs.
+    std::vector<HostTensor> poisoned = makeTensors(shape.outputs);
+    for (auto& p : poisoned)
+        p.poison();
+    auto poisonOutputs = [&] {
+        for (size_t i = 0; i < candOut.size(); ++i)
+            m_device.upload(candOut[i].get(), poisoned[i].data(), poisoned[i].bytes());
+    };
 
     auto timeOne = [&](LoadedKernel& k, const KernelArgs& a, bool isBaseline) {
         int rc = 0;
@@ -427,6 +482,25 @@ nlohmann::json Evaluator::timeCandidate(
             false, m_stage, shape.label + (isBaseline ? " (baseline)" : ""));
         return ns;
     };
+    // The schedule (input set, who goes first, which calls are verified) comes from a source
+    // the candidate's process cannot read.
+    std::mt19937_64 rng(std::random_device {}());
+    int verified = 0;
+    auto verify = [&](size_t set, int call) {
+        std::vector<HostTensor> got = makeTensors(shape.outputs);
+        for (size_t i = 0; i < got.size(); ++i)
+            m_device.download(got[i].data(), candOut[i].get(), got[i].bytes());
+        std::vector<HostTensor> inputsAfter = makeTensors(shape.inputs);
+        for (size_t i = 0; i < inputsAfter.size(); ++i)
+            m_device.download(inputsAfter[i].data(), candIn[set][i].get(), inputsAfter[i].bytes());
+        const CheckOutcome outcome = compareRun(
+            shape.label, seeds[set], inputs[set], checksums[set], inputsAfter, got, want[set], req.tolerance);
+        ++verified;
+        if (!outcome.ok)
+            throw EvalFailure { *outcome.failure, "time",
+                "timed call " + std::to_string(call) + " (input set seed " + std::to_string(seeds[set])
+                    + "): " + outcome.message };
+    };
 
     // A stage of its own: other workers on this device may be timing, and the wait says
     // nothing about this candidate.
@@ -435,26 +509,27 @@ nlohmann::json Evaluator::timeCandidate(
     const auto lock = m_device.lockForTiming();
     progress("time",
         shape.label + ": " + std::to_string(req.warmup) + " warm-up and " + std::to_string(req.samples)
-            + " interleaved samples" + (baseline ? " against the baseline" : ""));
+            + " interleaved samples over " + std::to_string(sets) + " input sets"
+            + (baseline ? " against the baseline" : ""));
     for (int i = 0; i < req.warmup; ++i) {
-        timeOne(candidate, candArgs, false);
+        const size_t set = rng() % sets;
+        poisonOutputs();
+        timeOne(candidate, candArgs[set], false);
         if (baseline)
-            timeOne(*baseline, baseArgs, true);
+            timeOne(*baseline, baseArgs[set], true);
     }
     std::vector<double> cand;
     std::vector<double> base;
     std::vector<double> ratios;
-    std::vector<MemRegion> workingSet;
-    for (const std::vector<DeviceBuffer>* group : {static_cast<const std::vector<DeviceBuffer>*>(&devInputs), &candOut, &baseOut})
-        for (const auto& b : *group)
-            workingSet.push_back(MemRegion {b.get(), b.bytes()});
     // A disturbed sample (see DeviceBackend::lastRunDisturbed) is taken again: a one-off delay
     // is the host's, work left on a side stream comes back every time and is then counted.
     int resampled = 0;
     int sideStream = 0;
-    auto sample = [&](LoadedKernel& k, const KernelArgs& a, bool isBaseline) {
+    auto sample = [&](LoadedKernel& k, const KernelArgs& a, bool isBaseline, const std::vector<MemRegion>& workingSet) {
         double ns = 0;
         for (int attempt = 0; attempt < 3; ++attempt) {
+            if (!isBaseline)
+                poisonOutputs();
             m_device.flushCaches(workingSet);
             ns = timeOne(k, a, isBaseline);
             if (!m_device.lastRunDisturbed())
@@ -472,16 +547,26 @@ nlohmann::json Evaluator::timeCandidate(
             progress("time", shape.label + ": sample " + std::to_string(i + 1) + " of " + std::to_string(req.samples));
             lastNote = std::chrono::steady_clock::now();
         }
-        // Alternate who goes first, so drift (clocks, thermals) hits both alike.
-        const bool candidateFirst = i % 2 == 0 || !baseline;
+        const size_t set = rng() % sets;
+        std::vector<MemRegion> workingSet;
+        for (const std::vector<DeviceBuffer>* group :
+            { static_cast<const std::vector<DeviceBuffer>*>(&candIn[set]), &candOut,
+                static_cast<const std::vector<DeviceBuffer>*>(&baseIn[set]), &baseOut })
+            for (const auto& b : *group)
+                workingSet.push_back(MemRegion { b.get(), b.bytes() });
+        // Who goes first is drawn, so drift (clocks, thermals) hits both alike.
+        const bool candidateFirst = !baseline || (rng() & 1);
         double c = 0;
         double b = 0;
         if (candidateFirst)
-            c = sample(candidate, candArgs, false);
+            c = sample(candidate, candArgs[set], false, workingSet);
         if (baseline)
-            b = sample(*baseline, baseArgs, true);
+            b = sample(*baseline, baseArgs[set], true, workingSet);
         if (!candidateFirst)
-            c = sample(candidate, candArgs, false);
+            c = sample(candidate, candArgs[set], false, workingSet);
+        // About one timed call in six is verified against the reference, and always the last.
+        if (rng() % 6 == 0 || i + 1 == req.samples)
+            verify(set, i + 1);
         cand.push_back(c);
         if (baseline) {
             base.push_back(b);
@@ -489,10 +574,24 @@ nlohmann::json Evaluator::timeCandidate(
                 ratios.push_back(b / c);
         }
     }
+    // Inputs are read-only for both kernels, through all of timing.
+    for (size_t s = 0; s < sets; ++s)
+        for (const std::vector<DeviceBuffer>* group : { &candIn[s], &baseIn[s] })
+            for (size_t i = 0; i < group->size(); ++i) {
+                HostTensor after(shape.inputs[i]);
+                m_device.download(after.data(), (*group)[i].get(), after.bytes());
+                if (after.checksum() != checksums[s][i])
+                    throw EvalFailure { FailureKind::InputMutation, "time",
+                        std::string(group == &candIn[s] ? "the candidate" : "the baseline") + " changed input '"
+                            + shape.inputs[i].name + "' (input set seed " + std::to_string(seeds[s])
+                            + ") during timing; inputs are read-only" };
+            }
+    if (const std::string why = m_device.clockDisagreement(candidate); !why.empty())
+        throw EvalFailure { FailureKind::Suspicious, "time", why };
 
     // Launch geometry and occupancy: one captured (not executed) call of the candidate.
     try {
-        m_launches = m_device.launchProfile(candidate, candArgs.args());
+        m_launches = m_device.launchProfile(candidate, candArgs[0].args());
     } catch (const DeviceFault&) {
         throw;
     } catch (const std::exception& e) {
@@ -504,6 +603,8 @@ nlohmann::json Evaluator::timeCandidate(
     timing["shape"] = shape.label;
     timing["warmup"] = req.warmup;
     timing["seed"] = kTimingSeed;
+    timing["input_sets"] = seeds;
+    timing["verified_calls"] = verified;
     if (nlohmann::json info = m_device.timingInfo(); !info.is_null()) {
         info["side_stream_samples"] = sideStream;
         info["resampled"] = resampled;
@@ -545,19 +646,9 @@ nlohmann::json Evaluator::dump(const nlohmann::json& request)
         build(m_host, req.reference, "reference", reference);
         m_referenceKey = std::filesystem::path(reference.compile.objectPath).filename().string();
         const ShapeSpec& shape = req.bench[req.timingShape];
-        constexpr uint64_t kTimingSeed = 1; // the seed timeCandidate draws its inputs with
         progress("dump", shape.label + ": inputs and reference outputs to " + dir.string());
         const std::vector<HostTensor> inputs = inputsFor(shape, kTimingSeed);
-        std::vector<HostTensor> want = makeTensors(shape.outputs);
-        const std::filesystem::path cached = referenceCachePath(shape, kTimingSeed);
-        if (cached.empty() || !loadTensors(cached, want)) {
-            std::vector<HostTensor> refInputs(inputs.begin(), inputs.end());
-            KernelArgs refArgs(shape, req.params, nullptr);
-            refArgs.bind(shape.inputs, pointers(refInputs), shape.outputs, pointers(want));
-            guardedRun([&] { return reference.kernel->run(refArgs.args()); }, true, m_stage, shape.label);
-            if (!cached.empty())
-                storeTensors(cached, want);
-        }
+        const std::vector<HostTensor> want = referenceOutputs(shape, kTimingSeed, inputs, *reference.kernel);
         std::filesystem::create_directories(dir);
         nlohmann::json manifest = { { "problem", req.problemName }, { "shape", shape.label },
             { "symbols", shape.symbols }, { "params", req.params }, { "seed", kTimingSeed },
@@ -695,7 +786,8 @@ nlohmann::json Evaluator::evaluate(const nlohmann::json& request)
         if (req.wantTime) {
             const ShapeSpec& shape = req.bench[req.timingShape];
             double seconds = 0;
-            result["timing"] = timeCandidate(shape, *candidate.kernel, baseline.kernel.get(), &seconds);
+            result["timing"]
+                = timeCandidate(shape, *candidate.kernel, baseline.kernel.get(), *reference.kernel, &seconds);
 
             // Fresh inputs after timing: a candidate that caches results across calls (or
             // keys a cache on pointers) fails here.
@@ -745,6 +837,10 @@ nlohmann::json Evaluator::evaluate(const nlohmann::json& request)
                 diagnosis.evidence += " (ceilings unavailable: " + ceilingsError + ")";
             result["roofline"] = core::toJson(roofline);
             result["diagnosis"] = core::toJson(diagnosis);
+            // Far below the floor is not a fast kernel but a wrong measurement or a lie: a
+            // verdict, not a remark (the remark alone starts at 90% of the floor).
+            if (roofline.floorSeconds > 0 && seconds < kSuspiciousVerdict * roofline.floorSeconds)
+                throw EvalFailure { FailureKind::Suspicious, "diagnose", diagnosis.evidence };
         }
         result["status"] = "ok";
     } catch (const EvalFailure& f) {

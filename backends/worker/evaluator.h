@@ -48,10 +48,16 @@ private:
     void progress(const std::string& stage, const std::string& detail);
     /// Compiles and loads `spec`; `built.compile` is filled even when this throws.
     void build(DeviceBackend& backend, const SourceSpec& spec, const char* role, Built& built);
+    /// The reference's outputs for `inputs` (from the cache, or run in the host's own process);
+    /// a reference that fails or writes a constant output is a worker_error.
+    std::vector<HostTensor> referenceOutputs(
+        const ShapeSpec& shape, uint64_t seed, const std::vector<HostTensor>& inputs, LoadedKernel& reference);
     CheckOutcome checkOnce(
         const ShapeSpec& shape, uint64_t seed, LoadedKernel& candidate, LoadedKernel& reference);
-    nlohmann::json timeCandidate(
-        const ShapeSpec& shape, LoadedKernel& candidate, LoadedKernel* baseline, double* medianSeconds);
+    /// Times the candidate against the baseline on the bench shape; every call accountable:
+    /// random input sets, poisoned outputs, verified calls, inputs checksummed, clocks compared.
+    nlohmann::json timeCandidate(const ShapeSpec& shape, LoadedKernel& candidate, LoadedKernel* baseline,
+        LoadedKernel& reference, double* medianSeconds);
 
     /// Seeded inputs of `shape`, from the input cache when they are large.
     std::vector<HostTensor> inputsFor(const ShapeSpec& shape, uint64_t seed) const;

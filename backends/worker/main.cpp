@@ -8,6 +8,8 @@
 #include "cuda_backend.h"
 #endif
 #include "evaluator.h"
+#include "runner_backend.h"
+#include "runner_wire.h"
 
 #include "core/protocol.h"
 
@@ -27,7 +29,8 @@ namespace {
 using namespace hone;
 using core::protocol::FailureKind;
 
-constexpr const char* kUsage = "usage: hone-worker --stdio [--cache-dir DIR]\n"
+constexpr const char* kUsage = "usage: hone-worker --stdio [--cache-dir DIR] [--no-sandbox]\n"
+                               "       hone-worker --runner FD   (started by the worker itself)\n"
                                "       hone-worker --version\n";
 
 std::filesystem::path defaultCacheDir()
@@ -49,10 +52,11 @@ public:
         : m_channel(channel)
         , m_compiler(cacheDir, compiler)
         , m_cpu(cacheDir, m_compiler)
-        , m_evaluator(m_cpu, m_cpu, channel)
+        , m_runners(m_cpu, cacheDir)
+        , m_evaluator(m_runners, m_runners, channel)
 #ifdef HONE_WITH_CUDA
         , m_cuda(cacheDir)
-        , m_cudaEvaluator(m_cuda, m_cpu, channel)
+        , m_cudaEvaluator(m_cuda, m_runners, channel)
 #endif
     {
         m_evaluator.setReferenceCache(cacheDir);
@@ -177,6 +181,10 @@ private:
         msg["nvcc"] = m_cuda.compilerVersion();
 #endif
         msg["compiler"] = m_compiler.versionLine();
+        const backends::SandboxInfo& sandbox = backends::sandboxInfo();
+        msg["sandbox"] = { { "enabled", sandbox.enabled }, { "available", sandbox.available } };
+        if (!sandbox.enabled)
+            msg["sandbox"]["reason"] = sandbox.reason;
         return msg;
     }
 
@@ -218,6 +226,7 @@ private:
     backends::ProtocolChannel& m_channel;
     backends::HostCompiler m_compiler;
     backends::CpuBackend m_cpu;
+    backends::RunnerBackend m_runners; // CPU code (candidates, references) runs in runner processes
     backends::Evaluator m_evaluator;
 #ifdef HONE_WITH_CUDA
     backends::CudaBackend m_cuda;
@@ -256,6 +265,8 @@ int main(int argc, char** argv)
     bool stdio = false;
     std::string profileOnce; // hone-worker --profile-once REQUEST.json: run under a profiler
     std::filesystem::path cacheDir;
+    if (argc == 3 && std::string(argv[1]) == "--runner")
+        return backends::runner::runnerMain(std::atoi(argv[2]));
     for (int i = 1; i < argc; ++i) {
         const std::string arg = argv[i];
         if (arg == "--version") {
@@ -270,6 +281,8 @@ int main(int argc, char** argv)
             profileOnce = argv[++i];
         } else if (arg == "--stdio") {
             stdio = true;
+        } else if (arg == "--no-sandbox") {
+            ::setenv("HONE_NO_SANDBOX", "1", 1); // read by the runners' sandbox decision
         } else if (arg == "--cache-dir" && i + 1 < argc && argv[i + 1][0] != '\0') {
             cacheDir = argv[++i];
         } else if (arg.rfind("--cache-dir=", 0) == 0 && arg.size() > 12) {

@@ -1,0 +1,572 @@
+#include "runner_backend.h"
+
+#include "runner_wire.h"
+
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/mman.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <fstream>
+#include <cerrno>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <new>
+#include <stdexcept>
+
+namespace hone::backends {
+
+using runner::Op;
+using runner::Reply;
+using runner::Request;
+using runner::Status;
+using Clock = std::chrono::steady_clock;
+
+namespace {
+
+/// "SIGSEGV (Segmentation fault)", the way the executor names a dead worker's signal.
+std::string signalName(int sig)
+{
+    static const std::pair<int, const char*> names[] = { { SIGSEGV, "SIGSEGV" }, { SIGABRT, "SIGABRT" },
+        { SIGBUS, "SIGBUS" }, { SIGFPE, "SIGFPE" }, { SIGILL, "SIGILL" }, { SIGKILL, "SIGKILL" },
+        { SIGTERM, "SIGTERM" }, { SIGTRAP, "SIGTRAP" }, { SIGPIPE, "SIGPIPE" } };
+    std::string name = "signal " + std::to_string(sig);
+    for (auto [n, text] : names)
+        if (n == sig)
+            name = text;
+    return name + " (" + strsignal(sig) + ")";
+}
+
+/// CPU time in ns the kernel has charged to the main thread of `pid`: schedstat where the
+/// kernel keeps it (ns), else utime + stime in clock ticks. -1 when neither can be read.
+double mainThreadCpuNs(pid_t pid)
+{
+    if (pid <= 0)
+        return -1;
+    const std::string base = "/proc/" + std::to_string(pid);
+    if (FILE* f = std::fopen((base + "/schedstat").c_str(), "r")) {
+        unsigned long long run = 0;
+        const int n = std::fscanf(f, "%llu", &run);
+        std::fclose(f);
+        if (n == 1)
+            return static_cast<double>(run);
+    }
+    if (FILE* f = std::fopen((base + "/stat").c_str(), "r")) {
+        char buf[1024];
+        const size_t n = std::fread(buf, 1, sizeof buf - 1, f);
+        std::fclose(f);
+        buf[n] = 0;
+        const char* p = std::strrchr(buf, ')'); // the command name may hold spaces
+        unsigned long long utime = 0, stime = 0;
+        if (p && std::sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu", &utime, &stime) == 2)
+            return static_cast<double>(utime + stime) * 1e9 / static_cast<double>(::sysconf(_SC_CLK_TCK));
+    }
+    return -1;
+}
+
+/// The runner's pid as this process sees it: `spawned` itself, or inside a sandbox the
+/// shallowest descendant named hone-worker (bubblewrap puts one or two processes between).
+pid_t findRunner(pid_t spawned, bool sandboxed)
+{
+    if (!sandboxed)
+        return spawned;
+    std::vector<pid_t> level { spawned };
+    for (int depth = 0; depth < 4 && !level.empty(); ++depth) {
+        std::vector<pid_t> next;
+        for (pid_t p : level) {
+            if (depth > 0) {
+                std::ifstream comm("/proc/" + std::to_string(p) + "/comm");
+                std::string name;
+                std::getline(comm, name);
+                if (name == "hone-worker")
+                    return p;
+            }
+            std::ifstream children("/proc/" + std::to_string(p) + "/task/" + std::to_string(p) + "/children");
+            pid_t c = 0;
+            while (children >> c)
+                next.push_back(c);
+        }
+        level = std::move(next);
+    }
+    return -1;
+}
+
+std::string selfExe()
+{
+    char buf[4096];
+    const ssize_t n = ::readlink("/proc/self/exe", buf, sizeof buf - 1);
+    if (n <= 0)
+        throw std::runtime_error("cannot find the hone-worker binary (/proc/self/exe)");
+    return std::string(buf, static_cast<size_t>(n));
+}
+
+std::string findOnPath(const std::string& name)
+{
+    const char* path = std::getenv("PATH");
+    std::string dirs = path ? path : "/usr/bin:/bin";
+    size_t start = 0;
+    while (start <= dirs.size()) {
+        const size_t end = std::min(dirs.find(':', start), dirs.size());
+        const std::string candidate = dirs.substr(start, end - start) + "/" + name;
+        if (end > start && ::access(candidate.c_str(), X_OK) == 0)
+            return candidate;
+        start = end + 1;
+    }
+    return {};
+}
+
+/// Limits every runner gets, sandboxed or not: no core files, bounded file size and fds.
+void limitChild()
+{
+    const rlimit core { 0, 0 };
+    setrlimit(RLIMIT_CORE, &core);
+    const rlimit fsize { 64u << 20, 64u << 20 };
+    setrlimit(RLIMIT_FSIZE, &fsize);
+    const rlimit files { 256, 256 };
+    setrlimit(RLIMIT_NOFILE, &files);
+}
+
+/// Forks and execs `argv` with `childSock` as its fd 3 and no other descriptor of ours beyond
+/// 0-2; the child dies with this process.
+pid_t spawn(const std::vector<std::string>& argv, int childSock)
+{
+    std::vector<char*> cargv;
+    for (const auto& a : argv)
+        cargv.push_back(const_cast<char*>(a.c_str()));
+    cargv.push_back(nullptr);
+    const pid_t parent = ::getpid();
+    const pid_t pid = ::fork();
+    if (pid != 0)
+        return pid;
+    ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+    if (::getppid() != parent)
+        _exit(1);
+    if (childSock != 3) {
+        ::dup2(childSock, 3);
+    } else {
+        ::fcntl(3, F_SETFD, 0);
+    }
+    // Everything else of the judge's (the protocol channel above all) stays behind.
+    ::close_range(4, ~0U, 0);
+    limitChild();
+    ::execv(cargv[0], cargv.data());
+    static const char msg[] = "hone-worker: cannot start a runner\n";
+    (void)!::write(2, msg, sizeof msg - 1);
+    _exit(127);
+}
+
+void bindSystem(std::vector<std::string>& a)
+{
+    a.insert(a.end(), { "--ro-bind", "/usr", "/usr" });
+    for (const char* dir : { "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32" }) {
+        struct stat st {};
+        if (::lstat(dir, &st) != 0)
+            continue;
+        if (S_ISLNK(st.st_mode)) {
+            char target[1024];
+            const ssize_t n = ::readlink(dir, target, sizeof target - 1);
+            if (n > 0)
+                a.insert(a.end(), { "--symlink", std::string(target, static_cast<size_t>(n)), dir });
+        } else {
+            a.insert(a.end(), { "--ro-bind", dir, dir });
+        }
+    }
+    a.insert(a.end(), { "--ro-bind-try", "/etc/ld.so.cache", "/etc/ld.so.cache" });
+    a.insert(a.end(), { "--ro-bind-try", "/sys/devices/system/cpu", "/sys/devices/system/cpu" });
+    a.insert(a.end(), { "--ro-bind-try", "/sys/devices/system/node", "/sys/devices/system/node" });
+}
+
+} // namespace
+
+const SandboxInfo& sandboxInfo()
+{
+    static const SandboxInfo info = [] {
+        SandboxInfo s;
+        const char* bw = std::getenv("HONE_BWRAP");
+        s.bwrap = bw && *bw ? bw : findOnPath("bwrap");
+        if (s.bwrap.empty()) {
+            s.reason = "bubblewrap (bwrap) is not installed; apt install bubblewrap";
+        } else {
+            // One start of a sandbox like the runners' tells whether namespaces can be made here.
+            std::vector<std::string> argv = { s.bwrap, "--unshare-all", "--die-with-parent", "--new-session" };
+            bindSystem(argv);
+            argv.insert(argv.end(), { "--proc", "/proc", "--dev", "/dev", "/usr/bin/true" });
+            int sv[2];
+            if (::socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) == 0) {
+                const pid_t pid = spawn(argv, sv[1]);
+                ::close(sv[0]);
+                ::close(sv[1]);
+                int status = 0;
+                while (pid > 0 && ::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+                }
+                s.available = pid > 0 && WIFEXITED(status) && WEXITSTATUS(status) == 0;
+            }
+            if (!s.available)
+                s.reason = s.bwrap + " cannot create namespaces on this host (unprivileged user namespaces off?)";
+        }
+        const char* off = std::getenv("HONE_NO_SANDBOX");
+        if (off && std::string(off) == "1") {
+            s.enabled = false;
+            s.optedOut = true;
+            s.reason = "turned off with --no-sandbox (HONE_NO_SANDBOX=1)"
+                + (s.available ? std::string() : "; besides, " + s.reason);
+        } else {
+            s.enabled = s.available;
+        }
+        return s;
+    }();
+    return info;
+}
+
+/// One runner process holding one loaded object.
+class RunnerKernel final : public LoadedKernel {
+public:
+    RunnerKernel(RunnerBackend& backend, pid_t pid, int sock)
+        : m_backend(backend)
+        , m_pid(pid)
+        , m_sock(sock)
+    {
+        m_backend.m_kernels.insert(this);
+    }
+    ~RunnerKernel() override
+    {
+        m_backend.m_kernels.erase(this);
+        ::close(m_sock);
+        if (m_pid > 0) {
+            ::kill(m_pid, SIGKILL);
+            while (::waitpid(m_pid, nullptr, 0) < 0 && errno == EINTR) {
+            }
+        }
+    }
+
+    int run(const hone_args& args) override { return call(args, false).rc; }
+
+    Reply call(const hone_args& args, bool timed)
+    {
+        runner::EncodedCall call;
+        auto encode = [&](const hone_tensor* ts, int32_t n, std::vector<runner::EncodedTensor>& out) {
+            for (int32_t i = 0; i < n; ++i) {
+                runner::EncodedTensor e;
+                e.name = ts[i].name ? ts[i].name : "";
+                const auto [buf, offset] = m_backend.locate(ts[i].data);
+                ensureMapped(*buf);
+                e.buffer = buf->id;
+                e.offset = offset;
+                e.dtype = ts[i].dtype;
+                e.rank = ts[i].rank;
+                std::memcpy(e.shape, ts[i].shape, sizeof e.shape);
+                std::memcpy(e.strides, ts[i].strides, sizeof e.strides);
+                out.push_back(std::move(e));
+            }
+        };
+        encode(args.inputs, args.num_inputs, call.inputs);
+        encode(args.outputs, args.num_outputs, call.outputs);
+        for (int32_t i = 0; i < args.num_params; ++i)
+            call.params.emplace_back(args.params[i].name ? args.params[i].name : "", args.params[i].value);
+        if (args.workspace) {
+            const auto [buf, offset] = m_backend.locate(args.workspace);
+            ensureMapped(*buf);
+            call.workspaceBuffer = buf->id;
+            call.workspaceOffset = offset;
+            call.workspaceBytes = args.workspace_bytes;
+        }
+        std::string message;
+        const double cpuBefore = timed ? mainThreadCpuNs(m_runnerPid) : -1;
+        const auto start = Clock::now();
+        const Reply rep = exchange(Request { Op::Run, 0, 0, timed ? 1u : 0u }, runner::encodeCall(call), -1, message);
+        const double wall = std::chrono::duration<double, std::nano>(Clock::now() - start).count();
+        const double cpuAfter = timed ? mainThreadCpuNs(m_runnerPid) : -1;
+        if (rep.status == Status::OutOfMemory)
+            throw std::bad_alloc();
+        if (rep.status != Status::Ok)
+            throw std::runtime_error(message);
+        if (timed)
+            m_timed.push_back({ rep.ns, wall, cpuBefore >= 0 && cpuAfter >= 0 ? cpuAfter - cpuBefore : -1 });
+        return rep;
+    }
+
+    /// Round trips of an empty request: what the judge's clock sees beyond the call itself.
+    void measurePings()
+    {
+        std::string message;
+        for (int i = 0; i < 9; ++i) {
+            const auto start = Clock::now();
+            exchange(Request { Op::Ping, 0, 0, 0 }, {}, -1, message);
+            m_pings.push_back(std::chrono::duration<double, std::nano>(Clock::now() - start).count());
+        }
+        std::sort(m_pings.begin(), m_pings.end());
+    }
+
+    Reply exchange(const Request& req, const std::vector<char>& payload, int fd, std::string& message)
+    {
+        if (m_dead)
+            throw RunnerDied(m_deathMessage);
+        Reply rep {};
+        std::vector<char> text;
+        bool answered = false;
+        try {
+            runner::sendPacket(m_sock, &req, sizeof req, payload, fd);
+            answered = runner::receivePacket(m_sock, &rep, sizeof rep, text);
+        } catch (const std::runtime_error&) {
+            answered = false;
+        }
+        if (!answered)
+            died();
+        message.assign(text.begin(), text.end());
+        return rep;
+    }
+
+    void forget(uint64_t id) noexcept
+    {
+        if (!m_mapped.erase(id) || m_dead)
+            return;
+        try {
+            std::string message;
+            exchange(Request { Op::Unmap, 0, id, 0 }, {}, -1, message);
+        } catch (...) {
+        }
+    }
+
+    /// The runner's clock against one it cannot touch: the CPU time the kernel charged to the
+    /// runner's main thread while it served the timed calls. That thread runs hone_run (it
+    /// takes part in any OpenMP team), so an honest report is at least its CPU time; a clock
+    /// patched inside the runner reports less than the thread demonstrably computed. Wall time
+    /// seen from here is no bound on a loaded host (scheduling delays), CPU time is.
+    std::string clockDisagreement() const
+    {
+        if (m_timed.size() < 3)
+            return {};
+        double reported = 0, cpu = 0;
+        for (const auto& t : m_timed) {
+            if (t.reported > t.wall * 1.01 + 2000)
+                return "the candidate's process reported " + std::to_string(t.reported / 1e3)
+                    + " us for a call that took " + std::to_string(t.wall / 1e3) + " us from request to reply";
+            if (t.cpu < 0)
+                return {}; // no CPU accounting on this host: the check cannot be made
+            reported += t.reported;
+            cpu += t.cpu;
+        }
+        const double n = static_cast<double>(m_timed.size());
+        // Per call, the runner's own work around hone_run (a packet in, one out) is a few us.
+        const double allowed = 1.5 * reported + n * 100e3;
+        if (cpu <= allowed)
+            return {};
+        char msg[360];
+        std::snprintf(msg, sizeof msg,
+            "the candidate's clock disagrees with the CPU time it used: its process reported %.1f us per call, "
+            "but its main thread computed for %.1f us per call (at most %.1f us allowed)",
+            reported / n / 1e3, cpu / n / 1e3, allowed / n / 1e3);
+        return msg;
+    }
+
+    double pingMedianNs() const { return m_pings.empty() ? 0 : m_pings[m_pings.size() / 2]; }
+
+    void locateRunner(bool sandboxed) { m_runnerPid = findRunner(m_pid, sandboxed); }
+
+private:
+    [[noreturn]] void died()
+    {
+        m_dead = true;
+        int status = 0;
+        pid_t r;
+        do
+            r = ::waitpid(m_pid, &status, 0);
+        while (r < 0 && errno == EINTR);
+        m_pid = -1;
+        std::string why = "its process ended";
+        if (r > 0 && WIFSIGNALED(status)) {
+            why = "its process died on " + signalName(WTERMSIG(status));
+        } else if (r > 0 && WIFEXITED(status)) {
+            why = "its process exited with code " + std::to_string(WEXITSTATUS(status));
+            // bwrap passes a signal death on as 128 + signal.
+            if (WEXITSTATUS(status) > 128 && WEXITSTATUS(status) < 160 && sandboxInfo().enabled)
+                why = "its process died on " + signalName(WEXITSTATUS(status) - 128);
+        }
+        m_deathMessage = why;
+        throw RunnerDied(why);
+    }
+
+    void ensureMapped(const RunnerBackend::Buffer& buf)
+    {
+        if (m_mapped.count(buf.id))
+            return;
+        std::string message;
+        const Reply rep = exchange(Request { Op::Map, 0, buf.id, buf.bytes }, {}, buf.fd, message);
+        if (rep.status == Status::OutOfMemory)
+            throw std::bad_alloc();
+        if (rep.status != Status::Ok)
+            throw std::runtime_error("runner could not map a buffer: " + message);
+        m_mapped.insert(buf.id);
+    }
+
+    RunnerBackend& m_backend;
+    pid_t m_pid;
+    int m_sock;
+    bool m_dead = false;
+    std::string m_deathMessage;
+    std::set<uint64_t> m_mapped;
+    struct TimedCall {
+        double reported; // the runner's clock
+        double wall;     // the judge's clock, request to reply
+        double cpu;      // CPU time the kernel charged to the runner's main thread; -1 unknown
+    };
+    std::vector<TimedCall> m_timed;
+    pid_t m_runnerPid = -1;
+    std::vector<double> m_pings;
+};
+
+RunnerBackend::RunnerBackend(DeviceBackend& inner, std::filesystem::path cacheDir)
+    : m_inner(inner)
+    , m_cacheDir(std::move(cacheDir))
+{
+}
+
+RunnerBackend::~RunnerBackend()
+{
+    for (auto& [base, buf] : m_buffers) {
+        ::munmap(reinterpret_cast<void*>(base), std::max<size_t>(buf.bytes, 1));
+        ::close(buf.fd);
+    }
+}
+
+std::unique_ptr<LoadedKernel> RunnerBackend::load(const CompileOutput& object, std::string& error, bool& missingEntry)
+{
+    missingEntry = false;
+    const SandboxInfo& sandbox = sandboxInfo();
+    if (!sandbox.enabled && !sandbox.optedOut)
+        throw std::runtime_error("no sandbox for candidate code: " + sandbox.reason
+            + "; install bubblewrap, or pass --no-sandbox (HONE_NO_SANDBOX=1) to run candidates unsandboxed");
+    const std::string exe = selfExe();
+    std::vector<std::string> argv;
+    if (sandbox.enabled) {
+        argv = { sandbox.bwrap, "--unshare-all", "--die-with-parent", "--new-session", "--clearenv", "--setenv",
+            "PATH", "/usr/bin:/bin" };
+        for (const char* var : { "OMP_NUM_THREADS", "OMP_PROC_BIND", "OMP_PLACES", "OMP_WAIT_POLICY" })
+            if (const char* v = std::getenv(var))
+                argv.insert(argv.end(), { "--setenv", var, v });
+        bindSystem(argv);
+        argv.insert(argv.end(), { "--proc", "/proc", "--dev", "/dev", "--size", "67108864", "--tmpfs", "/tmp" });
+        const std::filesystem::path exeDir = std::filesystem::path(exe).parent_path();
+        argv.insert(argv.end(), { "--ro-bind", exeDir.string(), exeDir.string() });
+        argv.insert(argv.end(), { "--ro-bind-try", (exeDir.parent_path() / "lib").string(), (exeDir.parent_path() / "lib").string() });
+        argv.insert(argv.end(), { "--ro-bind", object.objectPath, object.objectPath });
+    }
+    argv.insert(argv.end(), { exe, "--runner", "3" });
+
+    int sv[2];
+    if (::socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) != 0)
+        throw std::runtime_error(std::string("socketpair: ") + std::strerror(errno));
+    const pid_t pid = spawn(argv, sv[1]);
+    ::close(sv[1]);
+    if (pid < 0) {
+        ::close(sv[0]);
+        throw std::runtime_error(std::string("fork: ") + std::strerror(errno));
+    }
+    auto kernel = std::make_unique<RunnerKernel>(*this, pid, sv[0]);
+    std::string message;
+    const std::string& path = object.objectPath;
+    Reply rep;
+    try {
+        rep = kernel->exchange(Request { Op::Load, 0, 0, 0 }, std::vector<char>(path.begin(), path.end()), -1, message);
+    } catch (const RunnerDied& e) {
+        error = std::string("cannot load the compiled object: ") + e.what();
+        return nullptr;
+    }
+    if (rep.status == Status::MissingEntry) {
+        missingEntry = true;
+        error = message;
+        return nullptr;
+    }
+    if (rep.status != Status::Ok) {
+        error = message;
+        return nullptr;
+    }
+    kernel->measurePings();
+    kernel->locateRunner(sandbox.enabled);
+    return kernel;
+}
+
+std::pair<const RunnerBackend::Buffer*, uint64_t> RunnerBackend::locate(const void* p) const
+{
+    const auto addr = reinterpret_cast<uintptr_t>(p);
+    auto it = m_buffers.upper_bound(addr);
+    if (it != m_buffers.begin()) {
+        --it;
+        if (addr - it->first <= it->second.bytes)
+            return { &it->second, addr - it->first };
+    }
+    throw std::logic_error("a call passes a pointer that is not a runner buffer");
+}
+
+void* RunnerBackend::allocate(size_t bytes)
+{
+    const int fd = ::memfd_create("hone-buffer", MFD_CLOEXEC);
+    if (fd < 0)
+        throw std::bad_alloc();
+    const size_t mapped = std::max<size_t>(bytes, 1);
+    if (::ftruncate(fd, static_cast<off_t>(mapped)) != 0) {
+        ::close(fd);
+        throw std::bad_alloc();
+    }
+    void* p = ::mmap(nullptr, mapped, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    if (p == MAP_FAILED) {
+        ::close(fd);
+        throw std::bad_alloc();
+    }
+    m_buffers[reinterpret_cast<uintptr_t>(p)] = Buffer { m_nextId++, bytes, fd };
+    return p;
+}
+
+void RunnerBackend::release(void* p) noexcept
+{
+    auto it = m_buffers.find(reinterpret_cast<uintptr_t>(p));
+    if (it == m_buffers.end())
+        return;
+    for (RunnerKernel* k : m_kernels)
+        k->forget(it->second.id);
+    ::munmap(p, std::max<size_t>(it->second.bytes, 1));
+    ::close(it->second.fd);
+    m_buffers.erase(it);
+}
+
+void RunnerBackend::upload(void* device, const void* host, size_t bytes)
+{
+    std::memcpy(device, host, bytes);
+}
+
+void RunnerBackend::download(void* host, const void* device, size_t bytes)
+{
+    std::memcpy(host, device, bytes);
+}
+
+double RunnerBackend::timedRun(LoadedKernel& kernel, const hone_args& args, int& rc)
+{
+    const Reply rep = static_cast<RunnerKernel&>(kernel).call(args, true);
+    rc = rep.rc;
+    return rep.ns;
+}
+
+std::string RunnerBackend::clockDisagreement(LoadedKernel& kernel)
+{
+    return static_cast<RunnerKernel&>(kernel).clockDisagreement();
+}
+
+nlohmann::json RunnerBackend::timingInfo()
+{
+    nlohmann::json info = m_inner.timingInfo();
+    if (info.is_null())
+        info = nlohmann::json::object();
+    info["runner"] = "own process per kernel; its clock is checked against the worker's";
+    info["sandbox"] = sandboxInfo().enabled ? "bubblewrap" : "off: " + sandboxInfo().reason;
+    return info;
+}
+
+} // namespace hone::backends
