@@ -10,8 +10,8 @@
 #include <vector>
 
 /// `hone bench SUITE`: a search per problem of a suite, then a table of seed time, best time,
-/// speedup and roofline position, and where PyTorch is importable, eager and torch.compile
-/// timed on the same inputs.
+/// speedup and roofline position, and where PyTorch is importable, eager, torch.compile and
+/// torch.compile max-autotune timed on the same inputs (GPU time, host-inclusive, graph replay).
 namespace hone::app {
 
 struct BenchOptions {
@@ -25,6 +25,7 @@ struct BenchOptions {
     bool torch = true;
     bool profile = true;            // re-evaluate each best kernel with the Nsight Compute stage
     int torchSamples = 30;
+    bool maxAutotune = true;        // also time torch.compile(mode="max-autotune-no-cudagraphs")
 };
 
 using ExecutorFactory = std::function<std::unique_ptr<backends::LocalExecutor>(int parallel, const std::string& target)>;

@@ -11,6 +11,7 @@
 namespace hone::backends {
 namespace cuda {
 class Driver;
+class DelayKernel;
 }
 
 /// ptxas -v resource usage per kernel: [{name, mangled, registers, smem_static, stack_bytes,
@@ -73,6 +74,8 @@ public:
 
 private:
     void ensureContext();
+    /// Loads the delay kernel that timedRun queues before its start event, once.
+    void ensureDelay();
     /// Throws DeviceFault (sticky errors mark the device lost) or std::runtime_error.
     void check(CUresult code, const char* what);
     std::unique_ptr<TimingLock> lockDevice(bool exclusive, const std::function<void()>& onWait = {});
@@ -113,6 +116,15 @@ private:
     bool m_lost = false;
     bool m_lastDisturbed = false;
     std::optional<double> m_syncOverheadNs;
+    // The pre-start delay (cuda_delay.h); when it cannot load, timedRun synchronizes instead
+    // and timingInfo() says so.
+    std::unique_ptr<cuda::DelayKernel> m_delay;
+    bool m_delayTried = false;
+    std::string m_delayError;
+    // Since the last timingInfo(): timed runs, and those whose hone_run returned after the
+    // delay had already run out (host time beyond the delay was then counted).
+    int m_delayedRuns = 0;
+    int m_exposedLaunches = 0;
     std::optional<core::Ceilings> m_ceilings;
 };
 

@@ -48,6 +48,11 @@ namespace hone::backends::cuda {
     X(cuEventRecord)                                                                               \
     X(cuEventSynchronize)                                                                          \
     X(cuEventElapsedTime)                                                                          \
+    X(cuEventQuery)                                                                                \
+    X(cuModuleLoadData)                                                                            \
+    X(cuModuleUnload)                                                                              \
+    X(cuModuleGetFunction)                                                                         \
+    X(cuLaunchKernel)                                                                              \
     X(cuFuncGetAttribute)                                                                          \
     X(cuFuncGetName)                                                                               \
     X(cuKernelGetFunction)                                                                         \

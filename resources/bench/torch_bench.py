@@ -1,12 +1,26 @@
 #!/usr/bin/env python3
-"""Times a problem's PyTorch implementation (eager and torch.compile) on the exact inputs
-hone-worker dumped, after checking it against the reference outputs.
+"""Times a problem's PyTorch implementation (eager, torch.compile, and torch.compile with
+mode="max-autotune-no-cudagraphs") on the exact inputs hone-worker dumped, after checking each
+against the reference outputs.
 
     torch_bench.py --manifest DIR/manifest.json --module PROBLEM/torch_ref.py [--samples 30]
+                   [--skip-max-autotune] [--no-compile] [--no-graph]
 
-The module defines run(inputs: dict, params: dict) -> list of output tensors. Timing follows
-Hone's rules for candidates: warm-up, the L2 rewritten before every sample, CUDA events on the
-stream followed by a device-wide synchronize, the median of >= 20 samples. Prints one JSON object on stdout.
+The module defines run(inputs: dict, params: dict) -> list of output tensors. Each variant gets
+three figures, each the median of the samples with the L2 rewritten before every sample:
+
+- GPU time (median_ns), the way Hone times candidates: the L2 flush and a device-side delay
+  (torch.cuda._sleep, sized to twice the variant's host launch time, at least 50 us) are queued
+  before the start event with no synchronize in between, so Python, torch.compile's guards and
+  the launches run while the GPU is still busy; CUDA events around the call, then a
+  synchronize. `covered` is the fraction of samples whose start event had not yet passed when
+  the call returned (the whole launch was hidden).
+- host-inclusive time (host_median_ns): synchronize, then the wall clock around the call and a
+  synchronize, as a caller that waits for every result sees it.
+- CUDA-graph replay (graph.median_ns): the call captured in a torch.cuda.CUDAGraph after
+  warm-up, its replay timed like the GPU time; a capture that fails is reported, not raised.
+
+"fastest" names the variant with the lowest GPU time. Prints one JSON object on stdout.
 """
 import argparse
 import importlib.util
@@ -61,24 +75,114 @@ def check(torch, got, want, tolerance):
     return True, f"max abs err {worst:.3g}"
 
 
-def time_fn(torch, fn, samples, warmup, flush):
+def stats(ms):
+    ms = sorted(ms)
+    return {"median_ns": ms[len(ms) // 2] * 1e6, "p10_ns": ms[len(ms) // 10] * 1e6,
+            "p90_ns": ms[(len(ms) * 9) // 10] * 1e6, "samples": len(ms)}
+
+
+def sleep_cycles_per_ns(torch):
+    """Clock cycles of torch.cuda._sleep per nanosecond on this GPU, measured with events."""
     start = torch.cuda.Event(enable_timing=True)
     stop = torch.cuda.Event(enable_timing=True)
-    for _ in range(warmup):
-        fn()
+    torch.cuda._sleep(1000)
+    rates = []
+    for _ in range(3):
+        torch.cuda.synchronize()
+        start.record()
+        torch.cuda._sleep(2_000_000)
+        stop.record()
+        torch.cuda.synchronize()
+        rates.append(2_000_000 / (start.elapsed_time(stop) * 1e6))
+    return sorted(rates)[1]
+
+
+def gpu_time(torch, call, samples, flush, delay_cycles):
+    """Events around `call` with the flush and the delay queued ahead and no synchronize between
+    them and the start event: the host side of `call` overlaps GPU work already queued."""
+    start = torch.cuda.Event(enable_timing=True)
+    stop = torch.cuda.Event(enable_timing=True)
+    ms = []
+    covered = 0
     torch.cuda.synchronize()
+    for i in range(samples):
+        flush.fill_(i + 1)
+        torch.cuda._sleep(delay_cycles)
+        start.record()
+        call()
+        if not start.query():
+            covered += 1
+        stop.record()
+        torch.cuda.synchronize()  # device-wide, as for candidates
+        ms.append(start.elapsed_time(stop))
+    out = stats(ms)
+    out["covered"] = covered / samples
+    return out
+
+
+def host_time(torch, call, samples, flush):
+    """Wall clock around the call and a synchronize, the GPU idle and the L2 rewritten before."""
     ms = []
     for i in range(samples):
         flush.fill_(i + 1)
         torch.cuda.synchronize()
-        start.record()
+        t0 = time.perf_counter()
+        call()
+        torch.cuda.synchronize()
+        ms.append((time.perf_counter() - t0) * 1e3)
+    return stats(ms)
+
+
+def time_fn(torch, fn, samples, warmup, flush, cycles_per_ns):
+    for _ in range(warmup):
         fn()
-        stop.record()
-        torch.cuda.synchronize()  # device-wide, as for candidates
-        ms.append(start.elapsed_time(stop))
-    ms.sort()
-    return {"median_ns": ms[len(ms) // 2] * 1e6, "p10_ns": ms[len(ms) // 10] * 1e6,
-            "p90_ns": ms[(len(ms) * 9) // 10] * 1e6, "samples": len(ms)}
+    # The host side of one call (the GPU idle, nothing waited for), to size the delay.
+    launch = []
+    for _ in range(5):
+        torch.cuda.synchronize()
+        t0 = time.perf_counter()
+        fn()
+        launch.append(time.perf_counter() - t0)
+    torch.cuda.synchronize()
+    launch_ns = sorted(launch)[2] * 1e9
+    delay_ns = min(max(2 * launch_ns, 50e3), 5e6)
+    out = gpu_time(torch, fn, samples, flush, int(delay_ns * cycles_per_ns))
+    out.update({"host_launch_ns": launch_ns, "delay_ns": delay_ns})
+    host = host_time(torch, fn, samples, flush)
+    out.update({"host_median_ns": host["median_ns"], "host_p10_ns": host["p10_ns"], "host_p90_ns": host["p90_ns"]})
+    return out
+
+
+def graph_time(torch, fn, samples, flush, cycles_per_ns, want, tolerance):
+    """The call captured once in a CUDA graph (after warm-up on a side stream, as PyTorch asks),
+    checked, then its replays timed as GPU time."""
+    try:
+        side = torch.cuda.Stream()
+        side.wait_stream(torch.cuda.current_stream())
+        with torch.cuda.stream(side):
+            for _ in range(3):
+                fn()
+        torch.cuda.current_stream().wait_stream(side)
+        torch.cuda.synchronize()
+        graph = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(graph):
+            static = fn()
+        graph.replay()
+        torch.cuda.synchronize()
+        got = list(static) if isinstance(static, (list, tuple)) else [static]
+        ok, why = check(torch, got, want, tolerance)
+        if not ok:
+            return {"ok": False, "check": why}
+        out = gpu_time(torch, graph.replay, samples, flush, int(50e3 * cycles_per_ns))
+        out.update({"ok": True, "check": why})
+        del graph
+        return out
+    except Exception as e:  # noqa: BLE001 - a call that cannot be captured is data
+        try:
+            torch.cuda.synchronize()
+        except Exception:  # noqa: BLE001
+            pass
+        return {"ok": False, "error": f"{type(e).__name__}: {e}"[:500]}
 
 
 def main():
@@ -87,7 +191,10 @@ def main():
     ap.add_argument("--module", required=True)
     ap.add_argument("--samples", type=int, default=30)
     ap.add_argument("--warmup", type=int, default=5)
-    ap.add_argument("--no-compile", action="store_true")
+    ap.add_argument("--no-compile", action="store_true", help="eager only")
+    ap.add_argument("--skip-max-autotune", action="store_true",
+                    help="skip torch.compile(mode='max-autotune-no-cudagraphs'), slow to compile")
+    ap.add_argument("--no-graph", action="store_true", help="skip the CUDA-graph replay timing")
     args = ap.parse_args()
     out = {"torch": None}
     try:
@@ -114,6 +221,10 @@ def main():
     flush = torch.empty(max(2 * getattr(props, "L2_cache_size", 50 << 20), 64 << 20) // 4,
                         dtype=torch.int32, device=dev)
     out.update({"device": props.name, "problem": manifest["problem"], "shape": manifest["shape"]})
+    cycles_per_ns = sleep_cycles_per_ns(torch)
+    out["timing"] = ("GPU time: L2 flush and torch.cuda._sleep (>= 50 us, 2x the host launch) queued before the "
+                     "start event, no synchronize in between; host: synchronize, wall clock around call + "
+                     "synchronize; graph: CUDAGraph replay timed as GPU time")
 
     def variant(label, fn):
         entry = {}
@@ -126,16 +237,28 @@ def main():
             ok, why = check(torch, got, want, tolerance)
             entry.update({"ok": ok, "check": why})
             if ok:
-                entry.update(time_fn(torch, fn, args.samples, args.warmup, flush))
+                entry.update(time_fn(torch, fn, args.samples, args.warmup, flush, cycles_per_ns))
+                if not args.no_graph:
+                    entry["graph"] = graph_time(torch, fn, args.samples, flush, cycles_per_ns, want, tolerance)
         except Exception as e:  # noqa: BLE001 - reported, not raised: one variant failing is data
             entry.update({"ok": False, "error": f"{type(e).__name__}: {e}"[:500]})
         out[label] = entry
+        print(f"{label}: " + json.dumps({k: v for k, v in entry.items() if k != "graph"}), file=sys.stderr)
 
     with torch.no_grad():
         variant("eager", lambda: mod.run(inputs, params))
         if not args.no_compile:
-            compiled = torch.compile(mod.run)
-            variant("compile", lambda: compiled(inputs, params))
+            modes = [("compile", None)]
+            if not args.skip_max_autotune:
+                modes.append(("max_autotune", "max-autotune-no-cudagraphs"))
+            for label, mode in modes:
+                torch._dynamo.reset()  # each mode compiles afresh, not from the other's cache
+                compiled = torch.compile(mod.run) if mode is None else torch.compile(mod.run, mode=mode)
+                variant(label, lambda c=compiled: c(inputs, params))
+    timed = [(out[k]["median_ns"], k) for k in ("eager", "compile", "max_autotune")
+             if k in out and out[k].get("ok") and "median_ns" in out[k]]
+    if timed:
+        out["fastest"] = min(timed)[1]
     print(json.dumps(out))
     return 0
 
