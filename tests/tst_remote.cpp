@@ -639,7 +639,7 @@ private slots:
         QProcess p;
         p.start(cli, {"--targets", QString::fromStdString(file), "targets", "check", "--json"});
         QVERIFY(p.waitForFinished(120000));
-        QCOMPARE(p.exitCode(), 3); // one target failed
+        QCOMPARE(p.exitCode(), 4); // one target failed: ExitCode::Environment
         std::map<std::string, nlohmann::json> rows;
         for (const auto& line : QString::fromUtf8(p.readAllStandardOutput()).split('\n', Qt::SkipEmptyParts)) {
             auto j = nlohmann::json::parse(line.toStdString());
