@@ -64,7 +64,8 @@ bool hidden(const CLI::Option* o)
 
 std::vector<const CLI::App*> subcommandsOf(const CLI::App& app)
 {
-    return app.get_subcommands([](const CLI::App* s) { return !s->get_name().empty() && !s->get_group().empty(); });
+    return app.get_subcommands(
+        [](const CLI::App* s) { return !s->get_name().empty() && !s->get_group().empty(); });
 }
 
 /// One command of the tree, as completion and the man page need it.
@@ -77,7 +78,7 @@ struct Command {
 void collect(const CLI::App& app, const std::string& path, std::vector<const CLI::App*> ancestors,
     std::vector<Command>& out)
 {
-    out.push_back({path, &app, ancestors});
+    out.push_back({ path, &app, ancestors });
     ancestors.push_back(&app);
     for (const CLI::App* s : subcommandsOf(app))
         collect(*s, path.empty() ? s->get_name() : path + " " + s->get_name(), ancestors, out);
@@ -109,7 +110,8 @@ std::string roff(const std::string& text)
 std::string usageOf(const Command& c)
 {
     std::string usage = c.path.empty() ? "hone" : "hone " + c.path;
-    for (const CLI::Option* o : c.app->get_options([](const CLI::Option* o) { return o->get_positional(); })) {
+    for (const CLI::Option* o :
+        c.app->get_options([](const CLI::Option* o) { return o->get_positional(); })) {
         std::string arg = o->get_name(true, false);
         for (char& ch : arg)
             ch = static_cast<char>(std::toupper(static_cast<unsigned char>(ch)));
@@ -159,7 +161,7 @@ std::string quoted(const std::string& s)
 struct CompletionData {
     std::string path;
     std::vector<std::pair<std::string, std::string>> commands; // name, description
-    std::vector<std::pair<std::string, std::string>> options;  // own and inherited
+    std::vector<std::pair<std::string, std::string>> options; // own and inherited
     std::vector<std::string> valueOptions;
     std::vector<std::pair<std::string, std::vector<std::string>>> choices; // option, values
 };
@@ -173,7 +175,8 @@ std::vector<CompletionData> completionData(const CLI::App& app)
         for (const CLI::App* s : subcommandsOf(*c.app))
             d.commands.emplace_back(s->get_name(), s->get_description());
         // A positional with choices (`completion bash|zsh`) completes like a command.
-        for (const CLI::Option* o : c.app->get_options([](const CLI::Option* o) { return o->get_positional(); }))
+        for (const CLI::Option* o :
+            c.app->get_options([](const CLI::Option* o) { return o->get_positional(); }))
             for (const auto& choice : choicesOf(o))
                 d.commands.emplace_back(choice, o->get_description());
         std::vector<const CLI::App*> scope = c.ancestors;
@@ -379,7 +382,8 @@ std::string manPage(const CLI::App& app, const std::string& version)
       << ".SH NAME\nhone \\- " << roff(summary) << "\n"
       << ".SH SYNOPSIS\n.B hone\n[\\fIOPTIONS\\fR] \\fICOMMAND\\fR [\\fIARGUMENTS\\fR]\n"
       << ".SH DESCRIPTION\n"
-      << "Hone searches for faster versions of a compute kernel: it proposes candidates, compiles, checks and "
+      << "Hone searches for faster versions of a compute kernel: it proposes candidates, compiles, checks "
+         "and "
          "times each in a separate worker process, and keeps the evidence in a SQLite store. The options "
          "below may be given before or after the command. \\fBhone COMMAND \\-\\-help\\fR prints a command's "
          "options with their current defaults.\n"
@@ -390,7 +394,8 @@ std::string manPage(const CLI::App& app, const std::string& version)
         if (c.path.empty())
             continue;
         m << ".SS \"" << roff(usageOf(c)) << "\"\n" << roff(c.app->get_description()) << "\n";
-        for (const CLI::Option* o : c.app->get_options([](const CLI::Option* o) { return o->get_positional(); })) {
+        for (const CLI::Option* o :
+            c.app->get_options([](const CLI::Option* o) { return o->get_positional(); })) {
             std::string arg = o->get_name(true, false);
             for (char& ch : arg)
                 ch = static_cast<char>(std::toupper(static_cast<unsigned char>(ch)));
@@ -407,7 +412,7 @@ std::string manPage(const CLI::App& app, const std::string& version)
       << ".TP\n.B HONE_CACHE_DIR\ncompiled objects and calibrated ceilings (default ~/.cache/hone)\n"
       << ".TP\n.B HONE_KB\nthe knowledge base file (default: the store's file)\n"
       << ".TP\n.B HONE_RESOURCES\nthe resources folder (kernel header, bundled problems, bench scripts)\n"
-      << ".SH \"SEE ALSO\"\n.BR hone\\-workbench (1),\n.BR hone\\-worker (1)\n";
+      << ".SH \"SEE ALSO\"\n.BR hone\\-workbench (1)\n";
     return m.str();
 }
 

@@ -35,7 +35,8 @@ ExitCode exitCodeOf(const std::exception& e)
         || dynamic_cast<const backends::TargetsError*>(&e) || dynamic_cast<const knowledge::IngestError*>(&e)
         || dynamic_cast<const knowledge::KbError*>(&e))
         return ExitCode::Input;
-    if (dynamic_cast<const backends::DeployError*>(&e) || dynamic_cast<const core::protocol::ProtocolError*>(&e)
+    if (dynamic_cast<const backends::DeployError*>(&e)
+        || dynamic_cast<const core::protocol::ProtocolError*>(&e)
         || dynamic_cast<const core::SynthError*>(&e))
         return ExitCode::Environment;
     if (dynamic_cast<const std::filesystem::filesystem_error*>(&e))
@@ -61,7 +62,7 @@ size_t editDistance(const std::string& a, const std::string& b)
     for (size_t i = 1; i <= n; ++i)
         for (size_t j = 1; j <= m; ++j) {
             const size_t cost = a[i - 1] == b[j - 1] ? 0 : 1;
-            d[i][j] = std::min({d[i - 1][j] + 1, d[i][j - 1] + 1, d[i - 1][j - 1] + cost});
+            d[i][j] = std::min({ d[i - 1][j] + 1, d[i][j - 1] + 1, d[i - 1][j - 1] + cost });
             if (i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1])
                 d[i][j] = std::min(d[i][j], d[i - 2][j - 2] + 1);
         }
@@ -94,7 +95,7 @@ namespace {
 /// The chain of chosen commands: hone, then e.g. kb, then search.
 std::vector<CLI::App*> chosenChain(CLI::App& app)
 {
-    std::vector<CLI::App*> chain {&app};
+    std::vector<CLI::App*> chain { &app };
     for (;;) {
         auto subs = chain.back()->get_subcommands();
         if (subs.empty())
@@ -164,7 +165,8 @@ std::vector<std::string> describeUnknown(const std::vector<CLI::App*>& chain)
                 const std::string near = closestMatch(word, names);
                 const std::string where = commandsOf == chain.front() ? "hone" : commandLine(chain);
                 lines.push_back("unknown command '" + word + "' for '" + where + "'"
-                    + (near.empty() ? "; the commands are " + joinQuoted(names) : "; did you mean '" + near + "'?"));
+                    + (near.empty() ? "; the commands are " + joinQuoted(names)
+                                    : "; did you mean '" + near + "'?"));
             } else {
                 lines.push_back("unexpected argument '" + word + "'");
             }
@@ -195,12 +197,19 @@ int reportParseError(CLI::App& app, const CLI::ParseError& e)
     if (lines.empty()) {
         std::string what = e.what();
         if (name == "RequiredError" && what.rfind("A subcommand", 0) == 0)
-            what = "'" + commandLine(chain) + "' needs a command: " + joinQuoted(subcommandNames(*chain.back()));
+            what = "'" + commandLine(chain)
+                + "' needs a command: " + joinQuoted(subcommandNames(*chain.back()));
         lines.push_back(what);
     }
     std::fflush(stdout);
     for (const auto& l : lines)
         std::fprintf(stderr, "hone: error: %s\n", l.c_str());
+    // CLI11's ExistingFile/ExistingDirectory checks: a missing problem or candidate is an input
+    // error like an unreadable one, not a mistyped command line.
+    const bool missingInput
+        = name == "ValidationError" && std::string(e.what()).find(" does not exist: ") != std::string::npos;
+    if (missingInput)
+        return toInt(ExitCode::Input);
     std::fprintf(stderr, "Run '%s --help' for the usage.\n", commandLine(chain).c_str());
     return toInt(ExitCode::Usage);
 }
