@@ -1,6 +1,7 @@
 #include "app/bench_cli.h"
 
 #include "app/cli_common.h"
+#include "app/exit_code.h"
 #include "backends/worker_process.h"
 #include "core/engine.h"
 #include "core/problem_spec.h"
@@ -200,7 +201,7 @@ int runBench(const BenchOptions& o, const std::string& storePath, const Executor
         std::sort(dirs.begin(), dirs.end());
     }
     if (dirs.empty())
-        throw std::runtime_error(o.suite + " holds no problem folder (a folder with problem.toml); pass a suite such as resources/problems/ads");
+        throw CliError(ExitCode::Input, o.suite + " holds no problem folder (a folder with problem.toml); pass a suite such as resources/problems/ads");
     const std::string suiteName = fs::path(o.suite).lexically_normal().filename().string().empty()
         ? fs::path(o.suite).lexically_normal().parent_path().filename().string()
         : fs::path(o.suite).lexically_normal().filename().string();
@@ -228,7 +229,7 @@ int runBench(const BenchOptions& o, const std::string& storePath, const Executor
     std::fprintf(stderr, "bench %s: %zu problems, budget %d, %d workers; PyTorch: %s\n", o.suite.c_str(), dirs.size(),
         o.budget, o.workers, torchWhy.c_str());
 
-    core::Store store(storePath);
+    core::Store store(storePath); // main checked its folder (prepareNewStore)
     nlohmann::json rows = nlohmann::json::array();
     std::string device;
     // Rewritten after every problem, so a run cut short still leaves its table.
@@ -469,8 +470,8 @@ int runBench(const BenchOptions& o, const std::string& storePath, const Executor
     writeTables(true);
     for (const auto& row : rows)
         if (row.contains("error"))
-            return 3;
-    return 0;
+            return toInt(ExitCode::Failed);
+    return toInt(ExitCode::Ok);
 }
 
 } // namespace hone::app

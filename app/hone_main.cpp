@@ -2,12 +2,16 @@
 // a session's tree and exports a node.
 
 #include "app/cli_common.h"
+#include "app/cli_docs.h"
+#include "app/cli_errors.h"
+#include "app/exit_code.h"
 #include "app/bench_cli.h"
 #include "app/kb_cli.h"
 #include "app/kb_source.h"
 #include "app/llm_cli.h"
 #include "app/targets_cli.h"
 #include "app/replay_cli.h"
+#include "app/show_cli.h"
 #include "backends/local_executor.h"
 #include "backends/spool_executor.h"
 #include "core/engine.h"
@@ -40,7 +44,7 @@ void onInterrupt(int)
 {
     // First Ctrl-C: finish the evaluations in flight and write the report. Second: leave now.
     if (g_interrupts.fetch_add(1) >= 1)
-        _exit(130);
+        _exit(app::toInt(app::ExitCode::Interrupted));
     if (core::Engine* e = g_engine.load())
         e->requestStop();
 }
@@ -55,6 +59,7 @@ struct Globals {
     std::string on;          // --on TARGET: evaluate on a target of the targets file
     std::string spool;       // --spool DIR: the worker protocol through files (docs/REMOTE.md)
     bool workersGiven = false;
+    bool createFolders = false; // --create: make missing folders above --store
 };
 
 /// Prints a live progress line: in place on a terminal, a line every few evaluations otherwise.
@@ -161,13 +166,17 @@ void printReport(
 int cmdRun(const Globals& g, core::RunOptions opts, bool json, std::optional<int64_t> resumeSession,
     int extraBudget, const app::LlmCliOptions& llmOutput)
 {
+    if (resumeSession)
+        app::requireExistingStore(g.store);
+    else
+        app::prepareNewStore(g.store, g.createFolders);
     core::Store store(g.store);
     std::string problemName;
     std::string baselineName;
     if (resumeSession) {
         auto rec = store.session(*resumeSession);
         if (!rec)
-            throw std::runtime_error("no session " + std::to_string(*resumeSession) + " in store " + g.store
+            throw app::CliError(app::ExitCode::Input, "no session " + std::to_string(*resumeSession) + " in store " + g.store
                 + "; list sessions with 'hone show'");
         opts = core::RunOptions::fromJson(rec->config);
     }
@@ -177,7 +186,7 @@ int cmdRun(const Globals& g, core::RunOptions opts, bool json, std::optional<int
     std::unique_ptr<core::Executor> exec;
     if (!g.spool.empty()) {
         if (!g.on.empty())
-            throw std::runtime_error("--spool and --on both say where to evaluate; pass one of them");
+            throw app::CliError(app::ExitCode::Usage, "--spool and --on both say where to evaluate; pass one of them");
         exec = std::make_unique<backends::SpoolExecutor>(g.spool, g.workersGiven || resumeSession ? opts.workers : 16);
         opts.workers = exec->slotCount();
     } else if (g.on.empty()) {
@@ -228,7 +237,7 @@ int cmdRun(const Globals& g, core::RunOptions opts, bool json, std::optional<int
         if (engine.sessionId() > 0)
             std::printf("session %lld waits for spooled replies\n", static_cast<long long>(engine.sessionId()));
         std::fprintf(stderr, "hone: %s\n", w.what());
-        return 3;
+        return app::toInt(app::ExitCode::Pending);
     }
     g_engine = nullptr;
     printer.finish();
@@ -278,11 +287,19 @@ int cmdRun(const Globals& g, core::RunOptions opts, bool json, std::optional<int
         if (llmRun)
             app::printLlmSummary(store, report.progress.session);
     }
-    if (!report.error.empty()) {
+    if (!report.error.empty()) { // the LLM endpoint refused or is unreachable
         std::fprintf(stderr, "hone: error: %s\n", report.error.c_str());
-        return 2;
+        return app::toInt(app::ExitCode::Environment);
     }
-    return report.best ? 0 : 3;
+    if (g_interrupts.load() > 0)
+        return app::toInt(app::ExitCode::Interrupted);
+    if (report.best)
+        return app::toInt(app::ExitCode::Ok);
+    // A baseline the worker could not even try says nothing about the code: no compiler, no device.
+    for (const char* kind : {"(worker_error)", "(protocol_error)"})
+        if (report.stopReason.rfind(std::string("baseline seed failed ") + kind, 0) == 0)
+            return app::toInt(app::ExitCode::Environment);
+    return app::toInt(app::ExitCode::Failed);
 }
 
 int cmdEval(const Globals& g, const std::string& problemDir, const std::string& candidatePath,
@@ -291,7 +308,7 @@ int cmdEval(const Globals& g, const std::string& problemDir, const std::string& 
     core::ProblemSpec spec = core::loadProblem(problemDir);
     std::ifstream f(candidatePath);
     if (!f)
-        throw std::runtime_error("cannot read candidate " + candidatePath + "; check the path");
+        throw app::CliError(app::ExitCode::Input, "cannot read candidate " + candidatePath + "; check the path");
     std::stringstream ss;
     ss << f.rdbuf();
     std::string source = ss.str();
@@ -301,15 +318,15 @@ int cmdEval(const Globals& g, const std::string& problemDir, const std::string& 
     for (const auto& kv : knobArgs) {
         auto eq = kv.find('=');
         if (eq == std::string::npos)
-            throw std::runtime_error("--knob '" + kv + "': expected NAME=VALUE");
+            throw app::CliError(app::ExitCode::Usage, "--knob '" + kv + "': expected NAME=VALUE");
         knobs[kv.substr(0, eq)] = kv.substr(eq + 1);
     }
     std::string why;
     if (!space.empty() && !space.admits(knobs, &why))
-        throw std::runtime_error(candidatePath + ": " + why);
+        throw app::CliError(app::ExitCode::Usage, candidatePath + ": " + why);
     std::string flags = flagsArg.empty() ? space.flags : flagsArg;
     if (std::string err = core::checkFlags(flags, core::langOfFile(name)); !err.empty())
-        throw std::runtime_error("--flags: " + err);
+        throw app::CliError(app::ExitCode::Usage, "--flags: " + err);
     const core::Seed* base = spec.baselineSeed();
     core::KnobSpace baseSpace = core::parseKnobSpace(base->source, base->fileName);
     nlohmann::json baseKnobs = nlohmann::json::object();
@@ -352,137 +369,35 @@ int cmdEval(const Globals& g, const std::string& problemDir, const std::string& 
             std::printf("diagnosis  %s\n", s.evidence.c_str());
         }
     }
-    return core::protocol::summarize(done->result).ok ? 0 : 3;
-}
-
-void printTree(const core::Store& store, int64_t sessionId)
-{
-    auto rec = store.session(sessionId);
-    if (!rec)
-        throw std::runtime_error("no session " + std::to_string(sessionId) + " in store " + store.path().string());
-    auto nodes = store.nodes(sessionId);
-    std::map<int64_t, core::EvaluationRecord> evals;
-    for (auto& e : store.evaluations(sessionId))
-        evals.emplace(e.nodeId, std::move(e));
-    std::map<int64_t, std::vector<int64_t>> children;
-    std::map<int64_t, const core::NodeRecord*> byId;
-    int64_t best = -1;
-    double bestSpeedup = 0;
-    for (const auto& n : nodes) {
-        byId[n.id] = &n;
-        if (n.parentId >= 0)
-            children[n.parentId].push_back(n.id);
-        auto e = evals.find(n.id);
-        if (e != evals.end() && e->second.status == "ok" && e->second.speedup > bestSpeedup) {
-            bestSpeedup = e->second.speedup;
-            best = n.id;
-        }
-    }
-    std::printf("session %lld  %s  target %s  policy %s  seed %llu  %s%s%s\n", static_cast<long long>(rec->id),
-        rec->problemName.c_str(), rec->target.c_str(), rec->policy.c_str(),
-        static_cast<unsigned long long>(rec->seed), rec->status.c_str(), rec->stopReason.empty() ? "" : ": ",
-        rec->stopReason.c_str());
-    std::printf("%zu nodes, %zu evaluated, best node %lld at %.2fx\n", nodes.size() - (nodes.empty() ? 0 : 1),
-        evals.size(), static_cast<long long>(best), bestSpeedup);
-    std::map<std::string, std::string> names;
-    std::function<void(int64_t, const std::string&, bool)> walk = [&](int64_t id, const std::string& prefix, bool last) {
-        const core::NodeRecord& n = *byId[id];
-        std::string label;
-        if (id == 0) {
-            label = "root: " + rec->problemName;
-        } else {
-            if (!names.count(n.sourceHash)) {
-                auto src = store.source(n.sourceHash);
-                names[n.sourceHash] = src ? src->name : n.sourceHash.substr(0, 8);
-            }
-            core::KnobValues kv;
-            for (auto it = n.knobs.begin(); it != n.knobs.end(); ++it)
-                kv[it.key()] = it->get<std::string>();
-            label = "#" + std::to_string(id) + " " + names[n.sourceHash] + " " + n.origin;
-            if (!kv.empty())
-                label += " [" + core::knobsToString(kv) + "]";
-            auto e = evals.find(id);
-            char buf[256];
-            if (e == evals.end())
-                label += "  (not evaluated)";
-            else if (e->second.status == "ok") {
-                std::snprintf(buf, sizeof buf, "  %.2fx %s %s%s", e->second.speedup,
-                    app::formatNs(e->second.medianNs).c_str(), e->second.bound.c_str(),
-                    e->second.fromCache ? " (cached)" : "");
-                label += buf;
-            } else {
-                label += "  FAILED " + e->second.failureKind;
-            }
-            if (id == best)
-                label += "  <- best";
-        }
-        std::printf("%s%s%s\n", prefix.c_str(), id == 0 ? "" : (last ? "`-- " : "|-- "), label.c_str());
-        const auto& ch = children[id];
-        for (size_t i = 0; i < ch.size(); ++i)
-            walk(ch[i], id == 0 ? prefix : prefix + (last ? "    " : "|   "), i + 1 == ch.size());
-    };
-    if (byId.count(0))
-        walk(0, "", true);
-}
-
-int cmdShow(const Globals& g, std::optional<int64_t> session)
-{
-    core::Store store(g.store);
-    if (!session) {
-        auto all = store.sessions();
-        if (all.empty())
-            std::printf("no sessions in %s\n", g.store.c_str());
-        for (const auto& s : all) {
-            auto evals = store.evaluations(s.id);
-            double best = 0;
-            for (const auto& e : evals)
-                if (e.status == "ok")
-                    best = std::max(best, e.speedup);
-            std::printf("%4lld  %-20s %-6s %-9s %3zu evaluations  best %.2fx  %s\n", static_cast<long long>(s.id),
-                s.problemName.c_str(), s.target.c_str(), s.status.c_str(), evals.size(), best, s.createdAt.c_str());
-        }
-        return 0;
-    }
-    printTree(store, *session);
-    return 0;
-}
-
-int cmdExport(const Globals& g, const std::string& nodeSpec, const std::string& outDir)
-{
-    auto slash = nodeSpec.find('/');
-    if (slash == std::string::npos)
-        throw std::runtime_error("node '" + nodeSpec + "': expected SESSION/NODE, e.g. 3/17");
-    int64_t sessionId = 0, nodeId = 0;
-    try {
-        sessionId = std::stoll(nodeSpec.substr(0, slash));
-        nodeId = std::stoll(nodeSpec.substr(slash + 1));
-    } catch (const std::exception&) {
-        throw std::runtime_error("node '" + nodeSpec + "': expected SESSION/NODE with two numbers, e.g. 3/17");
-    }
-    core::Store store(g.store);
-    const core::ExportResult r = core::exportBundle(store, sessionId, nodeId, outDir);
-    std::string files;
-    for (const auto& f : r.files)
-        files += (files.empty() ? "" : ", ") + f;
-    std::printf("exported node %s to %s: %s\n", nodeSpec.c_str(), r.dir.string().c_str(), files.c_str());
-    if (r.hasTest)
-        std::printf("check it without Hone: %s/run_test.sh\n", r.dir.string().c_str());
-    for (const auto& w : r.warnings)
-        std::fprintf(stderr, "hone: warning: %s\n", w.c_str());
-    return 0;
+    const auto verdict = core::protocol::summarize(done->result);
+    if (verdict.ok)
+        return app::toInt(app::ExitCode::Ok);
+    const bool environment = verdict.failureKind == "worker_error" || verdict.failureKind == "protocol_error";
+    return app::toInt(environment ? app::ExitCode::Environment : app::ExitCode::Failed);
 }
 
 } // namespace
 
 int main(int argc, char** argv)
 {
-    CLI::App app {"hone: search-based kernel optimisation (headless)"};
-    app.require_subcommand(1);
+    CLI::App app {"hone: search-based kernel optimisation (headless)", "hone"};
+    // Before any option or command exists: these settings are copied into each of them.
+    app.formatter(std::make_shared<app::HelpFormatter>());
+    app.option_defaults()->always_capture_default();
+    app.fallthrough(); // global options may follow the command: hone show --store X
+    app.require_subcommand(0, 1); // none: --version, --man, or an error that lists the commands
+    app.set_version_flag("--version",
+        "hone " HONE_VERSION " (worker protocol " + std::to_string(core::protocol::kVersion) + ")",
+        "print the version and the worker protocol version, then exit");
+    bool man = false;
+    app.add_flag("--man", man, "print the manual page (roff) and exit");
     Globals g;
     g.store = hone::app::defaultStorePath().string();
     app.add_option("--store", g.store, "SQLite store (default $HONE_STORE or ~/.local/share/hone/hone.db)");
+    app.add_flag("--create", g.createFolders,
+        "let run, bench, kb add and kb import make missing folders above --store (or --kb)");
     app.add_option("--worker", g.worker, "hone-worker executable (default: next to hone, else PATH)");
-    app.add_flag("!--no-skills", g.skills, "neither use nor write skills of the knowledge base");
+    app.add_flag("--no-skills", [&g](int64_t) { g.skills = false; }, "neither use nor write skills of the knowledge base");
     app.add_option("--cache-dir", g.cacheDir, "compile and calibration cache (default ~/.cache/hone)");
     app.add_option("--memory-limit", g.memoryMiB, "per-worker resident memory limit in MiB (default 4096, 16384 for GPU targets)")->check(CLI::Range(64.0, 1048576.0));
 
@@ -496,9 +411,9 @@ int main(int argc, char** argv)
     run->add_option("--workers", opts.workers, "parallel evaluations")->check(CLI::Range(1, 256));
     run->add_option("--seed", opts.seed, "random seed of the search");
     run->add_option("--policy", opts.policy, "selection policy: uct, evolutionary, greedy or random")->check(CLI::IsMember({"uct", "evolutionary", "greedy", "random"}));
-    run->add_option("--target-speedup", opts.targetSpeedup, "stop once this speedup is reached");
+    run->add_option("--target-speedup", opts.targetSpeedup, "stop once this speedup is reached (0: no target)");
     run->add_option("--stall", opts.stall, "stop after N evaluations without a 1% gain (0: never)");
-    run->add_option("--time-limit", opts.timeLimitSeconds, "stop after this many seconds");
+    run->add_option("--time-limit", opts.timeLimitSeconds, "stop after this many seconds (0: no limit)");
     run->add_option("--samples", opts.samples, "timing samples per candidate")->check(CLI::Range(20, 10000));
     run->add_flag("--no-cache", [&](int64_t) { opts.useCache = false; }, "re-evaluate candidates seen before");
     run->add_option("--memory-op", opts.memoryOp, "memory operator per expansion: auto (a bandit, restart when stalled), inherit, compare, combine or restart")->check(CLI::IsMember({"auto", "inherit", "compare", "combine", "restart"}));
@@ -537,7 +452,7 @@ int main(int argc, char** argv)
 
     app::BenchOptions benchOpts;
     auto* bench = app::addBenchCommand(app, benchOpts);
-    hone::app::addKbCommands(app, g.store);
+    hone::app::addKbCommands(app, g.store, g.createFolders);
     app::TrajectoryOptions trajectories;
     auto* exportTrajectories = app::addTrajectoryCommand(app, trajectories);
     app::TargetsCliOptions targetsOpts;
@@ -546,16 +461,31 @@ int main(int argc, char** argv)
     resume->add_option("--on", g.on, "evaluate on TARGET of the targets file, or split the session across TARGET,TARGET,... (--targets; docs/REMOTE.md)");
     for (CLI::App* c : {run, resume})
         c->add_option("--spool", g.spool,
-            "evaluate through files in DIR, carried to and from a worker host that nothing reaches (exit status 3 "
+            "evaluate through files in DIR, carried to and from a worker host that nothing reaches (exit status 6 "
             "while replies are awaited; docs/REMOTE.md)");
     app::addReplayCommand(app, g.store);
+    std::string shell;
+    auto* completion = app.add_subcommand("completion", "print a shell completion script: source <(hone completion bash)");
+    completion->add_option("shell", shell, "bash or zsh")->required()->check(CLI::IsMember({"bash", "zsh"}));
+    app::addTypeChecks(app);
+    app.footer(app::exitCodeHelp()); // after the commands: only `hone --help` lists the exit codes
 
     try {
         app.parse(argc, argv);
     } catch (const CLI::ParseError& e) {
-        return app.exit(e);
+        return app::reportParseError(app, e);
     }
     try {
+        if (man) {
+            std::cout << app::manPage(app, HONE_VERSION);
+            return 0;
+        }
+        if (*completion) {
+            std::cout << app::completionScript(app, shell);
+            return 0;
+        }
+        if (app.get_subcommands().empty())
+            throw CLI::RequiredError::Subcommand(1);
         g.targetsFile = targetsOpts.file;
         if (*targets)
             return app::runTargets(targetsOpts, g.worker.empty() ? app::defaultWorkerPath() : g.worker);
@@ -571,16 +501,19 @@ int main(int argc, char** argv)
             return app::cmdExportTrajectories(g.store, trajectories);
         if (*eval)
             return cmdEval(g, problem, candidate, knobArgs, flags, json);
-        if (*bench)
+        if (*bench) {
+            app::prepareNewStore(g.store, g.createFolders);
             return app::runBench(benchOpts, g.store,
                 [&](int parallel, const std::string& target) { return makeExecutor(g, parallel, target); });
+        }
         if (*show)
-            return cmdShow(g, showSession);
+            return app::cmdShow(g.store, showSession);
         if (*exp)
-            return cmdExport(g, nodeSpec, outDir);
+            return app::cmdExport(g.store, nodeSpec, outDir);
+    } catch (const CLI::ParseError& e) {
+        return app::reportParseError(app, e);
     } catch (const std::exception& e) {
-        std::fprintf(stderr, "hone: error: %s\n", e.what());
-        return 2;
+        return app::reportError(e);
     }
     return 0;
 }

@@ -3,6 +3,9 @@
 
 #include "app/kb_cli.h"
 
+#include "app/cli_common.h"
+#include "app/cli_errors.h"
+
 #include "core/store.h"
 #include "knowledge/knowledge_base.h"
 #include "knowledge/replay.h"
@@ -62,7 +65,7 @@ std::vector<kb::Category> parseCategories(const std::vector<std::string>& names)
     for (const auto& n : names) {
         auto c = kb::parseCategory(n);
         if (!c)
-            throw std::runtime_error(
+            throw CliError(ExitCode::Usage,
                 "--category '" + n + "': expected correctness, guidance, hardware or skill");
         out.push_back(*c);
     }
@@ -106,7 +109,7 @@ std::vector<std::string> expandFiles(const std::vector<std::string>& args)
                 found.push_back(e.path().string());
         }
         if (found.empty())
-            throw std::runtime_error(
+            throw CliError(ExitCode::Input,
                 a + ": the folder holds no .md, .txt, .html or .pdf files; check the path");
         std::sort(found.begin(), found.end());
         out.insert(out.end(), found.begin(), found.end());
@@ -118,13 +121,13 @@ int cmdAdd(const KbOptions& o, const std::string& store)
 {
     std::vector<std::string> files = expandFiles(o.files);
     if (files.size() > 1 && (!o.title.empty() || !o.id.empty()))
-        throw std::runtime_error(
+        throw CliError(ExitCode::Usage,
             "--title and --id name one document; add the files one at a time to use them");
     kb::IngestOverrides ov;
     if (!o.category.empty()) {
         ov.category = kb::parseCategory(o.category);
         if (!ov.category)
-            throw std::runtime_error(
+            throw CliError(ExitCode::Usage,
                 "--category '" + o.category + "': expected correctness, guidance, hardware or skill");
     }
     ov.platform = o.platform;
@@ -147,7 +150,7 @@ int cmdAdd(const KbOptions& o, const std::string& store)
     if (!errors.empty()) {
         for (size_t i = 0; i + 1 < errors.size(); ++i)
             std::fprintf(stderr, "hone: error: %s\n", errors[i].c_str());
-        throw std::runtime_error(
+        throw CliError(ExitCode::Input,
             errors.back() + "\nnothing was added: fix the file(s) above or leave them out");
     }
     kb::KnowledgeBase base(kbPathOf(o, store));
@@ -197,7 +200,7 @@ int cmdSearch(const KbOptions& o, const std::string& store)
         plan = kb::planQuery(s);
     } else {
         if (text.empty())
-            throw std::runtime_error(
+            throw CliError(ExitCode::Usage,
                 "kb search: give a QUERY, or signals such as --family softmax --bound memory");
         kb::SearchFilter f;
         f.arch = o.arch;
@@ -265,7 +268,7 @@ int cmdShow(const KbOptions& o, const std::string& store)
     if (!d) {
         auto h = base.history(o.uid);
         if (h.empty())
-            throw std::runtime_error("no document '" + o.uid + "' in " + base.path().string()
+            throw CliError(ExitCode::Input, "no document '" + o.uid + "' in " + base.path().string()
                 + "; list them with 'hone kb list --all'");
         d = h.back(); // removed: show its last version
     }
@@ -318,10 +321,10 @@ int cmdExport(const KbOptions& o, const std::string& store)
     {
         std::ofstream out(tmp);
         if (!out)
-            throw std::runtime_error(o.file + ": cannot be written; check the folder and its permissions");
+            throw CliError(ExitCode::Input, o.file + ": cannot be written; check the folder and its permissions");
         out << bundle.dump(1) << "\n";
         if (!out)
-            throw std::runtime_error(o.file + ": write failed; check the free space");
+            throw CliError(ExitCode::Environment, o.file + ": write failed; check the free space");
     }
     std::filesystem::rename(tmp, o.file);
     std::printf("exported %zu documents to %s\n", bundle["documents"].size(), o.file.c_str());
@@ -332,12 +335,12 @@ int cmdImport(const KbOptions& o, const std::string& store)
 {
     std::ifstream in(o.file);
     if (!in)
-        throw std::runtime_error(o.file + ": cannot be read; check the path");
+        throw CliError(ExitCode::Input, o.file + ": cannot be read; check the path");
     nlohmann::json bundle;
     try {
         bundle = nlohmann::json::parse(in);
     } catch (const nlohmann::json::exception& e) {
-        throw std::runtime_error(o.file + ": not valid JSON (" + std::string(e.what())
+        throw CliError(ExitCode::Input, o.file + ": not valid JSON (" + std::string(e.what())
             + "); the bundle is damaged: export it again");
     }
     kb::KnowledgeBase base(kbPathOf(o, store));
@@ -378,7 +381,7 @@ int cmdReplay(const KbOptions& o, const std::string& store)
     if (!o.from.empty()) {
         std::ifstream in(o.from);
         if (!in)
-            throw std::runtime_error(o.from + ": cannot be read; check the path");
+            throw CliError(ExitCode::Input, o.from + ": cannot be read; check the path");
         dump = kb::SessionDump::fromJson(nlohmann::json::parse(in, nullptr, false), o.from);
     } else {
         core::Store st(store);
@@ -418,20 +421,52 @@ int cmdReplay(const KbOptions& o, const std::string& store)
     return 0;
 }
 
+/// What a command needs of the files: a reading command refuses a missing file rather than
+/// leave an empty database at a mistyped path.
+enum class Access {
+    ReadsKb,           // search, list, show, rm, export
+    MakesKb,           // add, import
+    ReadsStoreMakesKb, // learn
+    ReadsStoreAndKb,   // replay (the session from --from instead of the store when given)
+};
+
+void checkAccess(Access access, const KbOptions& o, const std::string& store, bool createFolders)
+{
+    const std::filesystem::path kbPath = kbPathOf(o, store);
+    const std::string what = "knowledge base";
+    switch (access) {
+    case Access::ReadsKb:
+        requireExistingStore(kbPath, what);
+        break;
+    case Access::MakesKb:
+        prepareNewStore(kbPath, createFolders, what);
+        break;
+    case Access::ReadsStoreMakesKb:
+        requireExistingStore(store);
+        prepareNewStore(kbPath, createFolders, what);
+        break;
+    case Access::ReadsStoreAndKb:
+        if (o.from.empty())
+            requireExistingStore(store);
+        requireExistingStore(kbPath, what);
+        break;
+    }
+}
+
 /// CLI11 runs these callbacks inside parse(): errors leave as CLI::RuntimeError with our exit
-/// code, after the message is printed in hone's own format.
+/// code (app/exit_code.h), after the message is printed in hone's own format.
 std::function<void()> guarded(std::function<int(const KbOptions&, const std::string&)> fn,
-    std::shared_ptr<KbOptions> o, const std::string& store)
+    std::shared_ptr<KbOptions> o, const std::string& store, const bool& createFolders, Access access)
 {
     const std::string* storePath = &store; // bound to --store, filled in by the time this runs
-    return [fn = std::move(fn), o, storePath] {
+    const bool* create = &createFolders;   // bound to --create
+    return [fn = std::move(fn), o, storePath, create, access] {
         int rc = 0;
         try {
+            checkAccess(access, *o, *storePath, *create);
             rc = fn(*o, *storePath);
         } catch (const std::exception& e) {
-            std::fflush(stdout);
-            std::fprintf(stderr, "hone: error: %s\n", e.what());
-            rc = 2;
+            rc = reportError(e);
         }
         std::fflush(stdout);
         if (rc != 0)
@@ -441,7 +476,7 @@ std::function<void()> guarded(std::function<int(const KbOptions&, const std::str
 
 } // namespace
 
-void addKbCommands(CLI::App& app, const std::string& storePath)
+void addKbCommands(CLI::App& app, const std::string& storePath, const bool& createFolders)
 {
     auto o = std::make_shared<KbOptions>();
     auto* kbApp = app.add_subcommand("kb", "curate the knowledge base: documents, retrieval, skills");
@@ -462,7 +497,7 @@ void addKbCommands(CLI::App& app, const std::string& storePath)
     add->add_option("--version", o->version, "version of the source");
     add->add_option("--title", o->title, "title (one file only)");
     add->add_option("--id", o->id, "document id (one file only; default: the file name)");
-    add->callback(guarded(cmdAdd, o, storePath));
+    add->callback(guarded(cmdAdd, o, storePath, createFolders, Access::MakesKb));
 
     auto* search = kbApp->add_subcommand("search", "retrieve chunks by words and/or runtime signals");
     search->add_option("query", o->query, "words (with signals: treated as hints)");
@@ -475,37 +510,37 @@ void addKbCommands(CLI::App& app, const std::string& storePath)
     search->add_option("--compile-error", o->compileError, "compiler output");
     search->add_option("--category", o->categories, categoryHelp + std::string(" (repeatable)"));
     search->add_flag("--json", o->json, "print hits as JSON");
-    search->callback(guarded(cmdSearch, o, storePath));
+    search->callback(guarded(cmdSearch, o, storePath, createFolders, Access::ReadsKb));
 
     auto* list = kbApp->add_subcommand("list", "list documents");
     list->add_flag("--all", o->all, "include retired versions");
     list->add_option("--category", o->categories, categoryHelp + std::string(" (repeatable)"));
     list->add_flag("--json", o->json, "print as JSON");
-    list->callback(guarded(cmdList, o, storePath));
+    list->callback(guarded(cmdList, o, storePath, createFolders, Access::ReadsKb));
 
     auto* show = kbApp->add_subcommand("show", "print a document's tags, chunks and hit statistics");
     show->add_option("document", o->uid, "document id, or #N for a stored version")->required();
     show->add_flag("--history", o->history, "list every version");
-    show->callback(guarded(cmdShow, o, storePath));
+    show->callback(guarded(cmdShow, o, storePath, createFolders, Access::ReadsKb));
 
     auto* rm = kbApp->add_subcommand("rm", "retire documents (their history and hits are kept)");
     rm->add_option("documents", o->uids, "document ids")->required();
-    rm->callback(guarded(cmdRemove, o, storePath));
+    rm->callback(guarded(cmdRemove, o, storePath, createFolders, Access::ReadsKb));
 
     auto* exp = kbApp->add_subcommand("export", "write the live documents to a bundle (JSON)");
     exp->add_option("file", o->file, "bundle file")->required();
-    exp->callback(guarded(cmdExport, o, storePath));
+    exp->callback(guarded(cmdExport, o, storePath, createFolders, Access::ReadsKb));
 
     auto* imp = kbApp->add_subcommand("import", "add a bundle's documents (all or nothing)");
     imp->add_option("file", o->file, "bundle file")->required();
-    imp->callback(guarded(cmdImport, o, storePath));
+    imp->callback(guarded(cmdImport, o, storePath, createFolders, Access::MakesKb));
 
     auto* learn = kbApp->add_subcommand("learn", "distil a skill from a session that beat its baseline");
     learn->add_option("session", o->session, "session id")->required();
     learn->add_option("--arch", o->arch, "arch of the session (default: from its device)");
     learn->add_option("--min-gain", o->minGain, "speedup over the baseline a skill needs")
         ->check(CLI::Range(1.0, 1e6));
-    learn->callback(guarded(cmdLearn, o, storePath));
+    learn->callback(guarded(cmdLearn, o, storePath, createFolders, Access::ReadsStoreMakesKb));
 
     auto* replay = kbApp->add_subcommand(
         "replay", "re-run a recorded session's knob search offline, with and without the skill prior");
@@ -516,7 +551,7 @@ void addKbCommands(CLI::App& app, const std::string& storePath)
     replay->add_option("--seeds", o->seeds, "search seeds to compare")->check(CLI::Range(1, 10000));
     replay->add_option("--budget", o->budget, "evaluations per replayed search")
         ->check(CLI::Range(2, 100000));
-    replay->callback(guarded(cmdReplay, o, storePath));
+    replay->callback(guarded(cmdReplay, o, storePath, createFolders, Access::ReadsStoreAndKb));
 }
 
 } // namespace hone::app

@@ -1,6 +1,7 @@
 #include "app/llm_cli.h"
 
 #include "app/cli_common.h"
+#include "app/exit_code.h"
 #include "backends/llm/chat_client.h"
 #include "core/llm_synth.h"
 #include "core/prompt_builder.h"
@@ -48,7 +49,7 @@ nlohmann::json readConfig(const std::filesystem::path& path)
         return nlohmann::json::object();
     std::ifstream f(path);
     if (!f)
-        throw std::runtime_error("cannot read the LLM configuration " + path.string()
+        throw CliError(ExitCode::Input, "cannot read the LLM configuration " + path.string()
             + "; check the path given to --llm-config or $HONE_LLM_CONFIG");
     std::stringstream ss;
     ss << f.rdbuf();
@@ -56,17 +57,17 @@ nlohmann::json readConfig(const std::filesystem::path& path)
     try {
         j = nlohmann::json::parse(ss.str());
     } catch (const nlohmann::json::parse_error& e) {
-        throw std::runtime_error("the LLM configuration " + path.string() + " is not valid JSON (byte "
+        throw CliError(ExitCode::Input, "the LLM configuration " + path.string() + " is not valid JSON (byte "
             + std::to_string(e.byte) + "); see docs/LLM.md for its format");
     }
     if (!j.is_object())
-        throw std::runtime_error(
+        throw CliError(ExitCode::Input,
             "the LLM configuration " + path.string() + " must be a JSON object; see docs/LLM.md");
     for (auto it = j.begin(); it != j.end(); ++it) {
         static const char* const known[]
             = { "provider", "url", "model", "key_env", "prices", "max_concurrency" };
         if (std::find(std::begin(known), std::end(known), it.key()) == std::end(known))
-            throw std::runtime_error("the LLM configuration " + path.string() + " has an unknown key '"
+            throw CliError(ExitCode::Input, "the LLM configuration " + path.string() + " has an unknown key '"
                 + it.key() + "'; known are provider, url, model, key_env, prices, max_concurrency");
     }
     return j;
@@ -271,31 +272,31 @@ void applyLlmOptions(const LlmCliOptions& llm, core::RunOptions& o)
     if (provider.empty())
         provider = text(cfg, "provider", "openai");
     if (provider != "openai" && provider != "anthropic")
-        throw std::runtime_error("unknown LLM provider '" + provider + "'; expected openai or anthropic");
+        throw CliError(ExitCode::Usage, "unknown LLM provider '" + provider + "'; expected openai or anthropic");
     std::string model = llm.model.empty() ? text(cfg, "model") : llm.model;
     if (model.empty())
-        throw std::runtime_error("--synth llm needs --llm-model NAME (the model as the provider knows it)");
+        throw CliError(ExitCode::Usage, "--synth llm needs --llm-model NAME (the model as the provider knows it)");
     std::string url = llm.url.empty() ? text(cfg, "url") : llm.url;
     if (url.empty())
         url = llm::defaultBaseUrl(provider == "anthropic" ? llm::Protocol::Anthropic : llm::Protocol::OpenAi);
     if (!url.starts_with("http://") && !url.starts_with("https://"))
-        throw std::runtime_error(
+        throw CliError(ExitCode::Usage,
             "--llm-url '" + url + "': expected http://HOST[:PORT]/v1 or https://HOST/v1");
     if (url.find('@') != std::string::npos && url.find('@') < url.find('/', url.find("//") + 2))
-        throw std::runtime_error(
+        throw CliError(ExitCode::Usage,
             "--llm-url must not carry credentials; put the key in an environment variable "
             "and name it with --llm-key-env");
     const bool explicitKeyEnv = !llm.keyEnv.empty() || cfg.contains("key_env");
     std::string keyEnv = !llm.keyEnv.empty() ? llm.keyEnv : text(cfg, "key_env", defaultKeyEnv(provider));
     const char* key = std::getenv(keyEnv.c_str());
     if (explicitKeyEnv && (!key || !*key))
-        throw std::runtime_error("the environment variable " + keyEnv
+        throw CliError(ExitCode::Environment, "the environment variable " + keyEnv
             + " (named by --llm-key-env or the LLM configuration) is not set; export it with the API key");
     if (!explicitKeyEnv && (!key || !*key)
         && url
             == llm::defaultBaseUrl(
                 provider == "anthropic" ? llm::Protocol::Anthropic : llm::Protocol::OpenAi))
-        throw std::runtime_error("no API key for " + url + ": set the environment variable " + keyEnv
+        throw CliError(ExitCode::Environment, "no API key for " + url + ": set the environment variable " + keyEnv
             + " or name another with --llm-key-env");
     nlohmann::json prices = cfg.contains("prices") ? cfg["prices"] : nlohmann::json::object();
     llm::PriceTable::fromJson(
@@ -323,14 +324,14 @@ std::unique_ptr<LlmRun> attachLlm(
     if (core::builtinSynth(o.synth))
         return nullptr;
     if (o.synth != "llm")
-        throw std::runtime_error("unknown synthesizer '" + o.synth + "'; expected knob, grid or llm");
+        throw CliError(ExitCode::Usage, "unknown synthesizer '" + o.synth + "'; expected knob, grid or llm");
     const nlohmann::json& j = o.llm;
     llm::ClientConfig cfg;
     cfg.protocol = text(j, "provider") == "anthropic" ? llm::Protocol::Anthropic : llm::Protocol::OpenAi;
     cfg.baseUrl = text(j, "url", llm::defaultBaseUrl(cfg.protocol));
     cfg.model = text(j, "model");
     if (cfg.model.empty())
-        throw std::runtime_error(
+        throw CliError(ExitCode::Input,
             "the session has no LLM model in its settings; start a new one with --llm-model");
     cfg.keyEnv = text(j, "key_env", defaultKeyEnv(text(j, "provider")));
     if (const char* key = std::getenv(cfg.keyEnv.c_str()))
@@ -401,7 +402,7 @@ std::vector<nlohmann::json> trajectorySteps(const core::Store& store, int64_t se
 {
     auto rec = store.session(session);
     if (!rec)
-        throw std::runtime_error("no session " + std::to_string(session) + " in store "
+        throw CliError(ExitCode::Input, "no session " + std::to_string(session) + " in store "
             + store.path().string() + "; list sessions with 'hone show'");
     std::map<int64_t, core::NodeRecord> nodes;
     for (auto& n : store.nodes(session))
@@ -463,9 +464,10 @@ CLI::App* addTrajectoryCommand(CLI::App& app, TrajectoryOptions& o)
 int cmdExportTrajectories(const std::string& storePath, const TrajectoryOptions& o)
 {
     if (o.args.size() != (o.all ? 1u : 2u))
-        throw std::runtime_error(o.all
+        throw CliError(ExitCode::Usage, o.all
                 ? "export-trajectories --all: expected only OUT.jsonl"
                 : "export-trajectories: expected SESSION OUT.jsonl, or --all OUT.jsonl");
+    requireExistingStore(storePath);
     core::Store store(storePath);
     std::vector<int64_t> sessions;
     if (o.all) {
@@ -478,11 +480,11 @@ int cmdExportTrajectories(const std::string& storePath, const TrajectoryOptions&
             if (used != o.args[0].size())
                 throw std::invalid_argument("trailing characters");
         } catch (const std::exception&) {
-            throw std::runtime_error("export-trajectories: session '" + o.args[0]
+            throw CliError(ExitCode::Usage, "export-trajectories: session '" + o.args[0]
                 + "' is not a number; list sessions with 'hone show'");
         }
         if (!store.session(sessions[0]))
-            throw std::runtime_error(
+            throw CliError(ExitCode::Input,
                 "no session " + o.args[0] + " in store " + storePath + "; list sessions with 'hone show'");
     }
     // Written next to the target and renamed: a failed export leaves no half file behind.
@@ -493,7 +495,7 @@ int cmdExportTrajectories(const std::string& storePath, const TrajectoryOptions&
     {
         std::ofstream f(tmp, std::ios::trunc);
         if (!f)
-            throw std::runtime_error(
+            throw CliError(ExitCode::Input,
                 "cannot write " + tmp.string() + "; check the folder exists and is writable");
         for (int64_t s : sessions)
             for (const auto& line : trajectorySteps(store, s)) {
@@ -501,7 +503,7 @@ int cmdExportTrajectories(const std::string& storePath, const TrajectoryOptions&
                 ++steps;
             }
         if (!f.flush())
-            throw std::runtime_error("writing " + tmp.string() + " failed; is the disk full?");
+            throw CliError(ExitCode::Environment, "writing " + tmp.string() + " failed; is the disk full?");
     }
     std::filesystem::rename(tmp, out);
     std::printf("exported %zu steps from %zu session%s to %s\n", steps, sessions.size(),

@@ -1,5 +1,8 @@
 #include "app/replay_cli.h"
 
+#include "app/cli_common.h"
+#include "app/cli_errors.h"
+
 #include "core/replay.h"
 #include "core/selection_policy.h"
 #include "core/store.h"
@@ -40,8 +43,13 @@ std::vector<std::string> splitPolicies(const std::string& list)
     while (std::getline(ss, item, ','))
         if (!item.empty())
             out.push_back(item);
-    for (const auto& p : out)
-        core::makeSelectionPolicy(p); // throws with the list of known names
+    for (const auto& p : out) {
+        try {
+            core::makeSelectionPolicy(p); // throws with the list of known names
+        } catch (const std::exception& e) {
+            throw CliError(ExitCode::Usage, std::string("--policy: ") + e.what());
+        }
+    }
     return out;
 }
 
@@ -67,7 +75,7 @@ int cmdReplay(const ReplayCliOptions& o, const std::string& storePath)
 {
     auto policies = splitPolicies(o.policies);
     if (o.seeds < 1)
-        throw std::runtime_error("--seeds must be at least 1");
+        throw CliError(ExitCode::Usage, "--seeds must be at least 1");
     core::Store store(storePath);
     auto table = core::ReplayTable::fromStore(store, o.sessions);
     const int budget = o.budget > 0 ? o.budget : static_cast<int>(table.size());
@@ -152,11 +160,10 @@ void addReplayCommand(CLI::App& app, const std::string& storePath)
     cmd->callback([o, path] {
         int rc = 0;
         try {
+            requireExistingStore(*path);
             rc = cmdReplay(*o, *path);
         } catch (const std::exception& e) {
-            std::fflush(stdout);
-            std::fprintf(stderr, "hone: error: %s\n", e.what());
-            rc = 2;
+            rc = reportError(e);
         }
         std::fflush(stdout);
         if (rc != 0)

@@ -1,5 +1,7 @@
 #include "app/targets_cli.h"
 
+#include "app/exit_code.h"
+
 #include "backends/deploy.h"
 #include "backends/local_executor.h"
 #include "backends/remote_executor.h"
@@ -71,7 +73,7 @@ int runDeploy(const TargetsCliOptions& opts, const std::string& file, const std:
 {
     auto it = std::find_if(all.begin(), all.end(), [&](const auto& t) { return t.name == opts.deployTarget; });
     if (it == all.end())
-        throw std::runtime_error("no target '" + opts.deployTarget + "' in " + file);
+        throw CliError(ExitCode::Usage, "no target '" + opts.deployTarget + "' in " + file);
     backends::DeployOptions d;
     d.sourceDir = opts.deployFrom;
     d.prefix = opts.deployPrefix;
@@ -95,7 +97,7 @@ int runDeploy(const TargetsCliOptions& opts, const std::string& file, const std:
         return 0;
     } catch (const backends::DeployError& e) {
         std::fprintf(stderr, "hone: %s\n", e.what());
-        return 3;
+        return toInt(ExitCode::Environment);
     }
 }
 
@@ -134,13 +136,13 @@ int runTargets(const TargetsCliOptions& opts, const std::string& localWorker)
     for (const auto& n : opts.names) {
         auto it = std::find_if(all.begin(), all.end(), [&](const auto& t) { return t.name == n; });
         if (it == all.end())
-            throw std::runtime_error("no target '" + n + "' in " + file);
+            throw CliError(ExitCode::Usage, "no target '" + n + "' in " + file);
         chosen.push_back(*it);
     }
     if (opts.names.empty())
         chosen = all;
     if (chosen.empty())
-        throw std::runtime_error(file + " names no targets; add a [targets.NAME] table (docs/REMOTE.md)");
+        throw CliError(ExitCode::Input, file + " names no targets; add a [targets.NAME] table (docs/REMOTE.md)");
     const backends::TargetHealthFile healthFile(backends::defaultHealthPath());
     const auto stored = loadHealth(healthFile);
     int bad = 0;
@@ -204,7 +206,7 @@ int runTargets(const TargetsCliOptions& opts, const std::string& localWorker)
             std::printf("%-16s         health before this check: %s\n", "", healthLine.c_str());
         std::fflush(stdout);
     }
-    return bad ? 3 : 0;
+    return toInt(bad ? ExitCode::Environment : ExitCode::Ok);
 }
 
 std::unique_ptr<core::Executor> makeTargetExecutor(const std::string& file, const std::string& names, int parallel,
@@ -223,7 +225,7 @@ std::unique_ptr<core::Executor> makeTargetExecutor(const std::string& file, cons
     while (std::getline(ss, name, ',')) {
         auto it = std::find_if(all.begin(), all.end(), [&](const auto& t) { return t.name == name; });
         if (it == all.end())
-            throw std::runtime_error(
+            throw CliError(ExitCode::Usage,
                 "no target '" + name + "' in " + f + (known.empty() ? "; it names none" : "; it has " + known));
         if (auto h = stored.find(name); h != stored.end() && !h->second.healthy())
             std::fprintf(stderr, "hone: target '%s' was unhealthy (%s); probing it before it gets work\n",
@@ -231,7 +233,7 @@ std::unique_ptr<core::Executor> makeTargetExecutor(const std::string& file, cons
         members.push_back({name, executorFor(*it, parallel, localWorker, localCacheDir, healthFile.path())});
     }
     if (members.empty())
-        throw std::runtime_error("--on: expected NAME or NAME,NAME,... of targets in " + f);
+        throw CliError(ExitCode::Usage, "--on: expected NAME or NAME,NAME,... of targets in " + f);
     if (members.size() == 1)
         return std::move(members[0].executor);
     return std::make_unique<backends::TargetPool>(std::move(members));

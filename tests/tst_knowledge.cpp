@@ -617,7 +617,7 @@ private slots:
         CliResult r = runHone(withKb(store,
             { "kb", "add", QString::fromStdString((root / "new.md").string()),
                 QString::fromStdString((root / "bad.pdf").string()), "--category", "hardware" }));
-        QCOMPARE(r.rc, 2);
+        QCOMPARE(r.rc, 3); // ExitCode::Input
         QVERIFY2(
             r.err.contains(QString::fromStdString((root / "bad.pdf").string()) + ": "), qPrintable(r.err));
         QVERIFY2(r.err.contains("nothing was added"), qPrintable(r.err));

@@ -639,7 +639,7 @@ private slots:
         QProcess p;
         p.start(cli, {"--targets", QString::fromStdString(file), "targets", "check", "--json"});
         QVERIFY(p.waitForFinished(120000));
-        QCOMPARE(p.exitCode(), 3); // one target failed
+        QCOMPARE(p.exitCode(), 4); // one target failed: ExitCode::Environment
         std::map<std::string, nlohmann::json> rows;
         for (const auto& line : QString::fromUtf8(p.readAllStandardOutput()).split('\n', Qt::SkipEmptyParts)) {
             auto j = nlohmann::json::parse(line.toStdString());
@@ -1054,7 +1054,7 @@ private slots:
         CliRun r = runCli({"--targets", QString::fromStdString(file), "targets", "deploy", "cluster", "--from",
                               QString::fromStdString(src), "--prefix", QString::fromStdString(prefix)},
             m_tmp.path().toStdString() + "/deploy-cache", 1500000);
-        QCOMPARE(r.code, 3);
+        QCOMPARE(r.code, 4); // ExitCode::Environment
         QVERIFY2(r.err.find("deploy to target 'cluster' failed at step 'check'") != std::string::npos, r.err.c_str());
         QVERIFY2(r.err.find("the worker speaks version 99, this hone speaks version 1") != std::string::npos,
             r.err.c_str());
@@ -1076,7 +1076,7 @@ private slots:
         CliRun r = runCli({"--targets", QString::fromStdString(file), "targets", "deploy", "nowhere", "--from",
                               HONE_SOURCE_DIR},
             m_tmp.path().toStdString() + "/deploy-cache", 120000);
-        QCOMPARE(r.code, 3);
+        QCOMPARE(r.code, 4); // ExitCode::Environment
         QVERIFY2(r.err.find("failed at step 'probe'") != std::string::npos, r.err.c_str());
         QVERIFY2(r.err.find("command: ssh 127.0.0.1 -- sh -c ") != std::string::npos, r.err.c_str());
         QVERIFY2(r.err.find("Connection refused") != std::string::npos, r.err.c_str());

@@ -92,14 +92,14 @@ private slots:
 
         // Round 0: no worker description yet. The probe is written and the command says what to do.
         Run r = hone(runArgs);
-        QCOMPARE(r.exitCode, 3);
+        QCOMPARE(r.exitCode, 6); // ExitCode::Pending
         QVERIFY2(r.err.find("probe.jsonl") != std::string::npos, r.err.c_str());
         QVERIFY(QFile::exists(spool + "/probe.jsonl"));
         feedWorker(spool, "probe.jsonl", "hello.jsonl", false);
 
         // Round 1: the seeds are spooled; the session waits for them.
         r = hone(runArgs);
-        QCOMPARE(r.exitCode, 3);
+        QCOMPARE(r.exitCode, 6); // ExitCode::Pending
         QVERIFY2(r.out.find("waits for spooled replies") != std::string::npos, r.out.c_str());
         hone::core::Store store(m_store);
         const auto sessions = store.sessions();
@@ -111,7 +111,7 @@ private slots:
 
         // Rounds until the budget is spent: feed the pending requests, resume.
         int rounds = 0;
-        while (r.exitCode == 3 && rounds < 10) {
+        while (r.exitCode == 6 && rounds < 10) {
             feedWorker(spool, "requests.jsonl", "replies.jsonl", true);
             r = hone({ "resume", QString::number(session), "--spool", spool });
             ++rounds;
@@ -149,10 +149,10 @@ private slots:
             // The first case evaluated these seeds in the same store: without this they would be
             // cache hits and nothing would be spooled.
             "--no-cache" };
-        QCOMPARE(hone(runArgs).exitCode, 3);
+        QCOMPARE(hone(runArgs).exitCode, 6);
         feedWorker(spool, "probe.jsonl", "hello.jsonl", false);
         Run r = hone(runArgs);
-        QCOMPARE(r.exitCode, 3);
+        QCOMPARE(r.exitCode, 6); // ExitCode::Pending
         hone::core::Store store(m_store);
         const int64_t session = store.sessions().back().id;
         const std::string requests = readFile((spool + "/requests.jsonl").toStdString());
@@ -176,7 +176,7 @@ private slots:
                 out << results[i] << "\n";
         }
         r = hone({ "resume", QString::number(session), "--spool", spool });
-        QCOMPARE(r.exitCode, 3);
+        QCOMPARE(r.exitCode, 6); // ExitCode::Pending
         QVERIFY2(r.err.find("replies.jsonl:1: not a worker message") != std::string::npos, r.err.c_str());
         QVERIFY2(r.err.find("replies.jsonl:2: the worker speaks protocol version 99, this hone speaks version 1")
                 != std::string::npos,

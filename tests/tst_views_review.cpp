@@ -417,7 +417,7 @@ extern "C" int hone_run(const hone_args* a)
         p.start(QString::fromLocal8Bit(cli), {QStringLiteral("--store"), m_tmp.path() + QStringLiteral("/hone.db"),
             QStringLiteral("export"), QStringLiteral("%1/999").arg(m_session), dir});
         QVERIFY(p.waitForFinished(60000));
-        QCOMPARE(p.exitCode(), 2);
+        QCOMPARE(p.exitCode(), 3); // ExitCode::Input: no such node
         QVERIFY(QString::fromLocal8Bit(p.readAll()).contains(QLatin1String("has no candidate node 999")));
     }
 

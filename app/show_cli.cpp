@@ -1,0 +1,143 @@
+// `hone show` and `hone export`: read what a search stored.
+
+#include "app/show_cli.h"
+
+#include "app/cli_common.h"
+#include "app/exit_code.h"
+#include "core/export_bundle.h"
+#include "core/knobs.h"
+#include "core/store.h"
+
+#include <cstdio>
+#include <functional>
+#include <map>
+#include <string>
+#include <vector>
+
+namespace hone::app {
+
+namespace {
+
+void printTree(const core::Store& store, int64_t sessionId)
+{
+    auto rec = store.session(sessionId);
+    if (!rec)
+        throw CliError(ExitCode::Input, "no session " + std::to_string(sessionId) + " in store "
+            + store.path().string() + "; list sessions with 'hone show'");
+    auto nodes = store.nodes(sessionId);
+    std::map<int64_t, core::EvaluationRecord> evals;
+    for (auto& e : store.evaluations(sessionId))
+        evals.emplace(e.nodeId, std::move(e));
+    std::map<int64_t, std::vector<int64_t>> children;
+    std::map<int64_t, const core::NodeRecord*> byId;
+    int64_t best = -1;
+    double bestSpeedup = 0;
+    for (const auto& n : nodes) {
+        byId[n.id] = &n;
+        if (n.parentId >= 0)
+            children[n.parentId].push_back(n.id);
+        auto e = evals.find(n.id);
+        if (e != evals.end() && e->second.status == "ok" && e->second.speedup > bestSpeedup) {
+            bestSpeedup = e->second.speedup;
+            best = n.id;
+        }
+    }
+    std::printf("session %lld  %s  target %s  policy %s  seed %llu  %s%s%s\n", static_cast<long long>(rec->id),
+        rec->problemName.c_str(), rec->target.c_str(), rec->policy.c_str(),
+        static_cast<unsigned long long>(rec->seed), rec->status.c_str(), rec->stopReason.empty() ? "" : ": ",
+        rec->stopReason.c_str());
+    std::printf("%zu nodes, %zu evaluated, best node %lld at %.2fx\n", nodes.size() - (nodes.empty() ? 0 : 1),
+        evals.size(), static_cast<long long>(best), bestSpeedup);
+    std::map<std::string, std::string> names;
+    std::function<void(int64_t, const std::string&, bool)> walk = [&](int64_t id, const std::string& prefix, bool last) {
+        const core::NodeRecord& n = *byId[id];
+        std::string label;
+        if (id == 0) {
+            label = "root: " + rec->problemName;
+        } else {
+            if (!names.count(n.sourceHash)) {
+                auto src = store.source(n.sourceHash);
+                names[n.sourceHash] = src ? src->name : n.sourceHash.substr(0, 8);
+            }
+            core::KnobValues kv;
+            for (auto it = n.knobs.begin(); it != n.knobs.end(); ++it)
+                kv[it.key()] = it->get<std::string>();
+            label = "#" + std::to_string(id) + " " + names[n.sourceHash] + " " + n.origin;
+            if (!kv.empty())
+                label += " [" + core::knobsToString(kv) + "]";
+            auto e = evals.find(id);
+            char buf[256];
+            if (e == evals.end())
+                label += "  (not evaluated)";
+            else if (e->second.status == "ok") {
+                std::snprintf(buf, sizeof buf, "  %.2fx %s %s%s", e->second.speedup,
+                    formatNs(e->second.medianNs).c_str(), e->second.bound.c_str(),
+                    e->second.fromCache ? " (cached)" : "");
+                label += buf;
+            } else {
+                label += "  FAILED " + e->second.failureKind;
+            }
+            if (id == best)
+                label += "  <- best";
+        }
+        std::printf("%s%s%s\n", prefix.c_str(), id == 0 ? "" : (last ? "`-- " : "|-- "), label.c_str());
+        const auto& ch = children[id];
+        for (size_t i = 0; i < ch.size(); ++i)
+            walk(ch[i], id == 0 ? prefix : prefix + (last ? "    " : "|   "), i + 1 == ch.size());
+    };
+    if (byId.count(0))
+        walk(0, "", true);
+}
+
+} // namespace
+
+int cmdShow(const std::string& storePath, std::optional<int64_t> session)
+{
+    requireExistingStore(storePath);
+    core::Store store(storePath);
+    if (!session) {
+        auto all = store.sessions();
+        if (all.empty())
+            std::printf("no sessions in %s\n", storePath.c_str());
+        for (const auto& s : all) {
+            auto evals = store.evaluations(s.id);
+            double best = 0;
+            for (const auto& e : evals)
+                if (e.status == "ok")
+                    best = std::max(best, e.speedup);
+            std::printf("%4lld  %-20s %-6s %-9s %3zu evaluations  best %.2fx  %s\n", static_cast<long long>(s.id),
+                s.problemName.c_str(), s.target.c_str(), s.status.c_str(), evals.size(), best, s.createdAt.c_str());
+        }
+        return 0;
+    }
+    printTree(store, *session);
+    return 0;
+}
+
+int cmdExport(const std::string& storePath, const std::string& nodeSpec, const std::string& outDir)
+{
+    auto slash = nodeSpec.find('/');
+    if (slash == std::string::npos)
+        throw CliError(ExitCode::Usage, "node '" + nodeSpec + "': expected SESSION/NODE, e.g. 3/17");
+    int64_t sessionId = 0, nodeId = 0;
+    try {
+        sessionId = std::stoll(nodeSpec.substr(0, slash));
+        nodeId = std::stoll(nodeSpec.substr(slash + 1));
+    } catch (const std::exception&) {
+        throw CliError(ExitCode::Usage, "node '" + nodeSpec + "': expected SESSION/NODE with two numbers, e.g. 3/17");
+    }
+    requireExistingStore(storePath);
+    core::Store store(storePath);
+    const core::ExportResult r = core::exportBundle(store, sessionId, nodeId, outDir);
+    std::string files;
+    for (const auto& f : r.files)
+        files += (files.empty() ? "" : ", ") + f;
+    std::printf("exported node %s to %s: %s\n", nodeSpec.c_str(), r.dir.string().c_str(), files.c_str());
+    if (r.hasTest)
+        std::printf("check it without Hone: %s/run_test.sh\n", r.dir.string().c_str());
+    for (const auto& w : r.warnings)
+        std::fprintf(stderr, "hone: warning: %s\n", w.c_str());
+    return 0;
+}
+
+} // namespace hone::app
