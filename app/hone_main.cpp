@@ -28,6 +28,7 @@
 #include <atomic>
 #include <csignal>
 #include <cstdio>
+#include <cstdlib>
 #include <fstream>
 #include <iostream>
 #include <sstream>
@@ -398,6 +399,8 @@ int main(int argc, char** argv)
         "let run, bench, kb add and kb import make missing folders above --store (or --kb)");
     app.add_option("--worker", g.worker, "hone-worker executable (default: next to hone, else PATH)");
     app.add_flag("--no-skills", [&g](int64_t) { g.skills = false; }, "neither use nor write skills of the knowledge base");
+    app.add_flag("--no-sandbox", [](int64_t) { ::setenv("HONE_NO_SANDBOX", "1", 1); },
+        "run candidate code without the bubblewrap sandbox (docs/THREAT_MODEL.md); needed where bubblewrap cannot run");
     app.add_option("--cache-dir", g.cacheDir, "compile and calibration cache (default ~/.cache/hone)");
     app.add_option("--memory-limit", g.memoryMiB, "per-worker resident memory limit in MiB (default 4096, 16384 for GPU targets)")->check(CLI::Range(64.0, 1048576.0));
 
