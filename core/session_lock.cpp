@@ -37,7 +37,8 @@ std::filesystem::path SessionLock::lockPath(const std::filesystem::path& storePa
 {
     // The same file whatever path (relative, through a symlink) names the store.
     std::error_code ec;
-    std::filesystem::path dir = std::filesystem::weakly_canonical(std::filesystem::absolute(storePath, ec), ec);
+    std::filesystem::path dir
+        = std::filesystem::weakly_canonical(std::filesystem::absolute(storePath, ec), ec);
     if (ec || dir.empty())
         dir = storePath;
     dir += ".locks";
@@ -67,14 +68,14 @@ SessionLock::SessionLock(const std::filesystem::path& storePath, int64_t session
         throw SessionBusy("session " + std::to_string(session) + " of store " + storePath.string()
                 + " is driven by " + holderText(pid)
                 + "; only one process may run a session at a time: wait for it to end or stop it"
-                + (pid > 0 ? " (kill " + std::to_string(pid) + ")" : std::string())
-                + ". 'hone show " + std::to_string(session) + "' reads the session meanwhile",
+                + (pid > 0 ? " (kill " + std::to_string(pid) + ")" : std::string()) + ". 'hone show "
+                + std::to_string(session) + "' reads the session meanwhile",
             pid);
     }
     const std::string me = std::to_string(static_cast<long>(::getpid())) + "\n";
-    if (::ftruncate(m_fd, 0) != 0 || ::pwrite(m_fd, me.data(), me.size(), 0) != static_cast<ssize_t>(me.size())) {
-        // The lock holds without the pid; a refused process then names no pid.
-    }
+    // Without the pid the lock still holds; a refused process then names no pid.
+    if (::ftruncate(m_fd, 0) == 0)
+        (void)!::pwrite(m_fd, me.data(), me.size(), 0);
 }
 
 SessionLock::~SessionLock()

@@ -37,7 +37,8 @@ public:
     SessionLock& operator=(const SessionLock&) = delete;
 
     static std::filesystem::path lockPath(const std::filesystem::path& storePath, int64_t session);
-    /// The pid of the process driving `session` now, if any.
+    /// The pid of the process driving `session` now, if any. It probes with a shared lock for an
+    /// instant; a driver starting in that instant is refused, so call it for display only.
     static std::optional<long> holder(const std::filesystem::path& storePath, int64_t session);
 
 private:

@@ -23,7 +23,7 @@ private slots:
         QTest::addRow("valid multibyte") << QByteArray("\xC3\xA9\xE2\x82\xAC\xF0\x9F\x98\x80")
                                          << QByteArray("\xC3\xA9\xE2\x82\xAC\xF0\x9F\x98\x80");
         QTest::addRow("latin-1 byte") << QByteArray("caf\xE9!") << QByteArray("caf") + r + "!";
-        QTest::addRow("stray continuation") << QByteArray("a\x80" "b") << QByteArray("a") + r + "b";
+        QTest::addRow("stray continuation") << QByteArray("a\x80") + "b" << QByteArray("a") + r + "b";
         QTest::addRow("two bad bytes") << QByteArray("\xFF\xFE") << r + r;
         QTest::addRow("truncated at end") << QByteArray("x\xE2\x82") << QByteArray("x") + r;
         QTest::addRow("truncated mid-text") << QByteArray("\xE2\x82(") << r + "(";
