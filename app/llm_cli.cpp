@@ -8,6 +8,7 @@
 #include "core/store.h"
 
 #include <CLI/CLI.hpp>
+#include <algorithm>
 
 #include <cmath>
 #include <cstdio>
@@ -243,8 +244,11 @@ void addLlmRunOptions(CLI::App& run, core::RunOptions& o, LlmCliOptions& llm)
     run.add_option("--llm-connect-timeout", llm.connectTimeoutS, "seconds")->check(CLI::Range(0.1, 600.0));
     run.add_option("--llm-first-token-timeout", llm.firstTokenTimeoutS, "seconds until the first token")
         ->check(CLI::Range(0.1, 3600.0));
-    run.add_option("--llm-timeout", llm.timeoutS, "seconds for a whole reply")
+    run.add_option("--llm-timeout", llm.timeoutS, "seconds for a whole reply (default 180)")
         ->check(CLI::Range(0.1, 36000.0));
+    run.add_option("--llm-max-reply-kb", llm.maxReplyKb,
+           "KiB of reply text one call may bring (default 1024); a longer reply or an endless stream fails")
+        ->check(CLI::Range(1, 1 << 20));
     run.add_option("--llm-attempts", llm.attempts, "tries per call on 429, 5xx and resets")
         ->check(CLI::Range(1, 20));
     run.add_option("--llm-retry-base", llm.retryBaseS, "seconds before the first retry, doubled after")
@@ -314,6 +318,7 @@ void applyLlmOptions(const LlmCliOptions& llm, core::RunOptions& o)
         { "prices", prices }, { "max_tokens", llm.maxTokens }, { "temperature", llm.temperature },
         { "stream", !llm.noStream }, { "connect_timeout_s", llm.connectTimeoutS },
         { "first_token_timeout_s", llm.firstTokenTimeoutS }, { "timeout_s", llm.timeoutS },
+        { "max_reply_bytes", int64_t(llm.maxReplyKb) * 1024 },
         { "attempts", llm.attempts }, { "retry_base_s", llm.retryBaseS }, { "concurrency", concurrency },
         { "prompts_dir", prompts }, { "max_tokens_field", llm.maxTokensField } };
 }
@@ -338,7 +343,8 @@ std::unique_ptr<LlmRun> attachLlm(
         cfg.apiKey = key;
     cfg.connectTimeout = ms(j.value("connect_timeout_s", 10.0));
     cfg.firstTokenTimeout = ms(j.value("first_token_timeout_s", 120.0));
-    cfg.totalTimeout = ms(j.value("timeout_s", 600.0));
+    cfg.totalTimeout = ms(j.value("timeout_s", 180.0));
+    cfg.maxReplyBytes = static_cast<size_t>(std::max<int64_t>(1, j.value("max_reply_bytes", int64_t(1) << 20)));
     cfg.retry.maxAttempts = j.value("attempts", 4);
     cfg.retry.baseDelay = ms(j.value("retry_base_s", 1.0));
     cfg.maxConcurrency = j.value("concurrency", 4);

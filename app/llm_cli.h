@@ -35,7 +35,8 @@ struct LlmCliOptions {
     bool noStream = false;
     double connectTimeoutS = 10;
     double firstTokenTimeoutS = 120;
-    double timeoutS = 600;
+    double timeoutS = 180;
+    int maxReplyKb = 1024; // reply text cap per call
     int attempts = 4;
     double retryBaseS = 1;
     int concurrency = 4;

@@ -8,6 +8,7 @@
 #include "backends/target_health.h"
 #include "backends/targets.h"
 #include "core/protocol.h"
+#include "core/utf8.h"
 
 #include <algorithm>
 #include <chrono>
@@ -186,7 +187,7 @@ int runTargets(const TargetsCliOptions& opts, const std::string& localWorker)
                     ceilingLine += "; " + m;
             }
             if (opts.json) {
-                std::cout << row.dump() << "\n";
+                std::cout << core::dumpJson(row) << "\n";
             } else {
                 std::printf("%-16s ok      %s%s, protocol %d, worker %s, %.0f ms round trip; devices: %s\n",
                     t.name.c_str(), t.executor.c_str(), t.persistent ? " (persistent)" : "", h.value("protocol", 0),
@@ -198,7 +199,7 @@ int runTargets(const TargetsCliOptions& opts, const std::string& localWorker)
             ++bad;
             row.update({{"ok", false}, {"error", e.what()}});
             if (opts.json)
-                std::cout << row.dump() << "\n";
+                std::cout << core::dumpJson(row) << "\n";
             else
                 std::printf("%-16s FAILED  %s\n", t.name.c_str(), e.what());
         }

@@ -1,6 +1,7 @@
 #include "backends/spool_executor.h"
 
 #include "core/protocol.h"
+#include "core/utf8.h"
 
 #include <fstream>
 #include <iostream>
@@ -118,7 +119,7 @@ void SpoolExecutor::writeRequests() const
     {
         std::ofstream out(tmp, std::ios::trunc);
         for (const auto& [id, req] : m_pending)
-            out << req.dump() << "\n";
+            out << core::dumpJson(req) << "\n";
         if (!out)
             throw std::runtime_error("cannot write " + tmp.string());
     }

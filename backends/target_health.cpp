@@ -1,4 +1,5 @@
 #include "backends/target_health.h"
+#include "core/utf8.h"
 
 #include <nlohmann/json.hpp>
 
@@ -149,7 +150,7 @@ bool TargetHealthFile::update(
     bool ok = false;
     {
         std::ofstream f(tmp);
-        f << j.dump(2) << "\n";
+        f << core::dumpJson(j, 2) << "\n"; // reasons quote ssh and Slurm output
         ok = static_cast<bool>(f);
     }
     if (ok) {

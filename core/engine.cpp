@@ -2,7 +2,9 @@
 
 #include "core/problem_spec.h"
 #include "core/sha256.h"
+#include "core/session_lock.h"
 #include "core/store.h"
+#include "core/utf8.h"
 
 #include <algorithm>
 #include <chrono>
@@ -251,6 +253,7 @@ Report Engine::run(const RunOptions& options, EngineObserver* observer)
     ProblemSpec spec = loadProblem(m_options.problemDir);
     int64_t problemId = m_store.upsertProblem(spec);
     m_session = m_store.createSession(problemId, m_options.target, m_options.policy, m_options.seed, m_options.toJson());
+    const SessionLock lock(m_store.path(), m_session); // held until the loop returns
     m_tree = SearchTree();
     m_requeue.clear();
     m_alreadyEvaluated = 0;
@@ -305,6 +308,9 @@ Report Engine::resume(int64_t sessionId, EngineObserver* observer, int extraBudg
     if (!rec)
         throw std::runtime_error("no session " + std::to_string(sessionId) + " in store " + m_store.path().string()
             + "; list sessions with 'hone show'");
+    // One driver per session: a second `hone resume` (or a workbench) is refused here, before it
+    // re-queues what the first one has in flight.
+    const SessionLock lock(m_store.path(), sessionId);
     RunOptions options = RunOptions::fromJson(rec->config);
     options.budget += extraBudget;
     setup(options);
@@ -467,7 +473,7 @@ Report Engine::loop(EngineObserver* observer)
         nlohmann::json keyed = {{"problem", m_problemHash}, {"candidate", req["candidate"]},
             {"baseline", req["baseline"]}, {"config", req["config"]}, {"device", m_device},
             {"toolchain", m_toolchain}};
-        return sha256Hex(keyed.dump());
+        return sha256Hex(dumpJson(keyed)); // the same bytes as dump() for valid text; never throws
     };
     auto storeResult = [&](NodeId id, const std::string& key, const protocol::EvalSummary& s,
                            const nlohmann::json& result, bool fromCache) {

@@ -5,6 +5,7 @@
 
 #include "core/sha256.h"
 #include "core/store.h"
+#include "core/utf8.h"
 
 #include <algorithm>
 
@@ -82,6 +83,9 @@ std::string Engine::addManualChild(
     std::string hash;
     if (!c.text.empty()) {
         const std::string name = c.sourceName.empty() ? std::string("manual.cpp") : c.sourceName;
+        // It travels to the worker as JSON text.
+        if (const size_t bad = firstInvalidUtf8(c.text); bad != std::string::npos)
+            return "rejected: the source is not valid UTF-8 (at byte " + std::to_string(bad) + "); save it as UTF-8";
         try {
             parsed = parseKnobSpace(c.text, name);
         } catch (const KnobError& e) {

@@ -2,6 +2,7 @@
 
 #include "core/problem_spec.h"
 #include "core/sha256.h"
+#include "core/utf8.h"
 
 #include <cstdio>
 
@@ -191,6 +192,9 @@ std::optional<SynthProposal> LlmSynthesizer::ask(
     if (m_observer)
         m_observer->callStarted(purpose, parent, prompt);
     LlmReply reply = m_client.complete(req, m_observer, request.cancel);
+    // Whatever the client, the reply is text for JSON and the store from here on.
+    reply.text = validUtf8(reply.text);
+    reply.errorMessage = validUtf8(reply.errorMessage);
 
     LlmCallRecord rec;
     rec.purpose = purpose;
@@ -244,9 +248,9 @@ std::optional<SynthProposal> LlmSynthesizer::ask(
     ParsedReply parsed = parseReply(reply.text, reply.truncated, reply.finishReason, m_rules);
     if (!parsed.ok) {
         rec.status = "rejected";
-        rec.error = parsed.reason;
+        rec.error = validUtf8(parsed.reason); // it may quote a cut-off piece of the reply
         p.rejectKind = "bad_candidate";
-        p.rejectReason = "rejected reply: " + parsed.reason;
+        p.rejectReason = "rejected reply: " + rec.error;
     } else {
         rec.status = "ok";
         NewSource src;

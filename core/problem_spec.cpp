@@ -2,12 +2,13 @@
 
 #include "core/problem_reader.h"
 #include "core/sha256.h"
-
+#include "core/utf8.h"
 
 #include <algorithm>
 #include <cctype>
 #include <charconv>
 #include <cmath>
+#include <cstdio>
 #include <fstream>
 #include <set>
 #include <sstream>
@@ -36,6 +37,22 @@ std::optional<std::string> readFile(const fs::path& path)
     std::ostringstream ss;
     ss << in.rdbuf();
     return ss.str();
+}
+
+/// Sources travel to the worker as JSON text, which must be UTF-8: say where a file is not.
+void requireUtf8(const fs::path& path, const std::string& text)
+{
+    const size_t at = firstInvalidUtf8(text);
+    if (at == std::string::npos)
+        return;
+    const int line = 1 + static_cast<int>(std::count(text.begin(), text.begin() + static_cast<long>(at), '\n'));
+    const size_t newline = at == 0 ? std::string::npos : text.rfind('\n', at - 1);
+    const size_t lineStart = newline == std::string::npos ? 0 : newline + 1;
+    const int column = 1 + static_cast<int>(at - lineStart);
+    char byte[8];
+    std::snprintf(byte, sizeof byte, "0x%02x", static_cast<unsigned char>(text[at]));
+    throw ProblemError(path.string(), line, column, "", std::string("not valid UTF-8 (byte ") + byte + ")",
+        "source text saved as UTF-8");
 }
 
 void hashPart(std::string& data, const std::string& name, const std::string& content)
@@ -148,6 +165,7 @@ ProblemSpec loadProblem(const fs::path& dir)
     if (!reference)
         throw ProblemError(refPath.string(), 1, 1, "", "cannot read the file",
             "a CPU reference implementing resources/include/hone/kernel.h");
+    requireUtf8(refPath, *reference);
     spec.referenceSource = *reference;
 
     const fs::path seedDir = dir / "seeds";
@@ -167,6 +185,7 @@ ProblemSpec loadProblem(const fs::path& dir)
         const auto source = readFile(p);
         if (!source)
             throw ProblemError(p.string(), 1, 1, "", "cannot read the file", "a readable seed source");
+        requireUtf8(p, *source);
         spec.seeds.push_back(Seed { p.filename().string(), lang, *source });
     }
     if (spec.seeds.empty())

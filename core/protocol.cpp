@@ -1,5 +1,7 @@
 #include "core/protocol.h"
 
+#include "core/utf8.h"
+
 #include <array>
 #include <utility>
 
@@ -69,7 +71,7 @@ nlohmann::json parseMessage(std::string_view line)
         for (char& c : s)
             if (static_cast<unsigned char>(c) < 0x20)
                 c = ' ';
-        return s + (line.size() > 80 ? "..." : "");
+        return validUtf8(s) + (line.size() > 80 ? "..." : "");
     };
     if (msg.is_discarded())
         throw ProtocolError("worker sent a line that is not JSON: '" + preview() + "'");
@@ -91,9 +93,11 @@ nlohmann::json parseMessage(std::string_view line)
 nlohmann::json makeFailure(std::string_view id, FailureKind kind, std::string_view stage, std::string_view message)
 {
     nlohmann::json r = makeMessage("result");
-    r["id"] = std::string(id);
+    // The message often quotes a worker's stderr or a candidate's bytes: valid UTF-8 or the
+    // result could not be written as JSON.
+    r["id"] = validUtf8(id);
     r["status"] = "failed";
-    r["failure"] = {{"kind", failureKindName(kind)}, {"stage", std::string(stage)}, {"message", std::string(message)}};
+    r["failure"] = {{"kind", failureKindName(kind)}, {"stage", validUtf8(stage)}, {"message", validUtf8(message)}};
     return r;
 }
 

@@ -2,6 +2,7 @@
 
 #include "core/problem_spec.h"
 #include "core/sha256.h"
+#include "core/utf8.h"
 
 #include <sqlite3.h>
 
@@ -25,11 +26,16 @@ public:
     Stmt(const Stmt&) = delete;
     Stmt& operator=(const Stmt&) = delete;
 
-    Stmt& bind(int i, const std::string& v)
+    /// Text is stored as valid UTF-8: compiler logs, candidate output and model replies may hold
+    /// any bytes, and one invalid byte would make the row unreadable as JSON later.
+    Stmt& bind(int i, const std::string& v) { return bindBytes(i, validUtf8(v)); }
+    /// Exactly these bytes (content-addressed source text, whose hash must match).
+    Stmt& bindBytes(int i, const std::string& v)
     {
         sqlite3_bind_text(m_stmt, i, v.data(), static_cast<int>(v.size()), SQLITE_TRANSIENT);
         return *this;
     }
+    Stmt& bindJson(int i, const nlohmann::json& v) { return bindBytes(i, dumpJson(v)); }
     Stmt& bind(int i, int64_t v)
     {
         sqlite3_bind_int64(m_stmt, i, v);
@@ -69,7 +75,9 @@ public:
         }
     }
 
-    std::string text(int col) const
+    /// Valid UTF-8 also from a store written before text was sanitized.
+    std::string text(int col) const { return validUtf8(bytes(col)); }
+    std::string bytes(int col) const
     {
         auto* p = sqlite3_column_text(m_stmt, col);
         return p ? std::string(reinterpret_cast<const char*>(p), static_cast<size_t>(sqlite3_column_bytes(m_stmt, col)))
@@ -366,7 +374,7 @@ int64_t Store::upsertProblem(const ProblemSpec& spec)
         {"baseline", spec.baseline}};
     Stmt ins(m_db, "INSERT INTO problems(name, family, dir, content_hash, spec, created_at) VALUES(?,?,?,?,?,?)");
     ins.bind(1, spec.name).bind(2, spec.family).bind(3, std::filesystem::absolute(spec.dir).string());
-    ins.bind(4, spec.contentHash).bind(5, summary.dump()).bind(6, nowIso());
+    ins.bind(4, spec.contentHash).bindJson(5, summary).bind(6, nowIso());
     ins.run();
     return sqlite3_last_insert_rowid(m_db);
 }
@@ -375,7 +383,7 @@ std::string Store::putSource(const std::string& lang, const std::string& name, c
 {
     std::string hash = sha256Hex(text);
     Stmt s(m_db, "INSERT OR IGNORE INTO sources(hash, lang, name, text) VALUES(?,?,?,?)");
-    s.bind(1, hash).bind(2, lang).bind(3, name).bind(4, text);
+    s.bind(1, hash).bind(2, lang).bind(3, name).bindBytes(4, text);
     s.run();
     return hash;
 }
@@ -386,7 +394,7 @@ std::optional<SourceRecord> Store::source(const std::string& hash) const
     s.bind(1, hash);
     if (!s.step())
         return std::nullopt;
-    return SourceRecord {s.text(0), s.text(1), s.text(2), s.text(3)};
+    return SourceRecord {s.text(0), s.text(1), s.text(2), s.bytes(3)};
 }
 
 int64_t Store::createSession(int64_t problemId, const std::string& target, const std::string& policy, uint64_t seed,
@@ -395,7 +403,7 @@ int64_t Store::createSession(int64_t problemId, const std::string& target, const
     std::string now = nowIso();
     Stmt s(m_db, "INSERT INTO sessions(problem_id, target, policy, seed, config, status, created_at, updated_at) "
                  "VALUES(?,?,?,?,?,'running',?,?)");
-    s.bind(1, problemId).bind(2, target).bind(3, policy).bind(4, static_cast<int64_t>(seed)).bind(5, config.dump());
+    s.bind(1, problemId).bind(2, target).bind(3, policy).bind(4, static_cast<int64_t>(seed)).bindJson(5, config);
     s.bind(6, now).bind(7, now);
     s.run();
     return sqlite3_last_insert_rowid(m_db);
@@ -435,7 +443,7 @@ void Store::insertNode(int64_t sessionId, const NodeRecord& n)
         s.bindNull(5);
     else
         s.bind(5, n.sourceHash);
-    s.bind(6, n.knobs.dump()).bind(7, n.flags).bind(8, n.origin).bind(9, n.op);
+    s.bindJson(6, n.knobs).bind(7, n.flags).bind(8, n.origin).bind(9, n.op);
     s.bind(10, n.createdAt.empty() ? nowIso() : n.createdAt);
     s.bind(11, n.fromSession).bind(12, n.fromNode);
     s.run();
@@ -472,7 +480,7 @@ void Store::insertEvaluation(int64_t sessionId, const EvaluationRecord& e)
                  "VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?)");
     s.bind(1, sessionId).bind(2, e.nodeId).bind(3, e.cacheKey).bind(4, e.status).bind(5, e.failureKind);
     s.bind(6, e.failureMessage).bind(7, e.medianNs).bind(8, e.speedup).bind(9, e.reward).bind(10, e.bound);
-    s.bind(11, e.device).bind(12, int64_t(e.fromCache ? 1 : 0)).bind(13, e.result.dump());
+    s.bind(11, e.device).bind(12, int64_t(e.fromCache ? 1 : 0)).bindJson(13, e.result);
     s.bind(14, e.createdAt.empty() ? nowIso() : e.createdAt);
     s.run();
     Stmt touch(m_db, "UPDATE sessions SET updated_at = ? WHERE id = ?");
@@ -541,7 +549,7 @@ int64_t Store::insertLlmCall(int64_t sessionId, const LlmCallRecord& c)
                  "first_token_ms, attempts, http_status, status, error, created_at) "
                  "VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)");
     s.bind(1, sessionId).bind(2, c.nodeId).bind(3, c.purpose).bind(4, c.op).bind(5, c.provider);
-    s.bind(6, c.model).bind(7, c.prompt.dump()).bind(8, c.response).bind(9, c.finishReason);
+    s.bind(6, c.model).bindJson(7, c.prompt).bind(8, c.response).bind(9, c.finishReason);
     s.bind(10, c.tokensIn).bind(11, c.tokensOut).bind(12, int64_t(c.usageReported ? 1 : 0));
     s.bind(13, c.costUsd).bind(14, c.latencyMs).bind(15, c.firstTokenMs).bind(16, int64_t(c.attempts));
     s.bind(17, int64_t(c.httpStatus)).bind(18, c.status).bind(19, c.error);
@@ -603,7 +611,7 @@ int64_t Store::insertSteering(int64_t sessionId, const SteeringRecord& r)
 {
     Stmt s(m_db, "INSERT INTO steering(session_id, node_id, command, payload, author, outcome, created_at) "
                  "VALUES(?,?,?,?,?,?,?)");
-    s.bind(1, sessionId).bind(2, r.nodeId).bind(3, r.command).bind(4, r.payload.dump()).bind(5, r.author);
+    s.bind(1, sessionId).bind(2, r.nodeId).bind(3, r.command).bindJson(4, r.payload).bind(5, r.author);
     s.bind(6, r.outcome).bind(7, r.createdAt.empty() ? nowIso() : r.createdAt);
     s.run();
     return sqlite3_last_insert_rowid(m_db);
@@ -641,7 +649,7 @@ int64_t Store::insertApproval(int64_t sessionId, const ApprovalRecord& r)
     Stmt s(m_db, "INSERT INTO approvals(session_id, node_id, decision, reviewer, note, evidence, export_dir, created_at) "
                  "VALUES(?,?,?,?,?,?,?,?)");
     s.bind(1, sessionId).bind(2, r.nodeId).bind(3, r.decision).bind(4, r.reviewer).bind(5, r.note);
-    s.bind(6, r.evidence.dump()).bind(7, r.exportDir).bind(8, r.createdAt.empty() ? nowIso() : r.createdAt);
+    s.bindJson(6, r.evidence).bind(7, r.exportDir).bind(8, r.createdAt.empty() ? nowIso() : r.createdAt);
     s.run();
     return sqlite3_last_insert_rowid(m_db);
 }

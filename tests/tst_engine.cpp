@@ -157,6 +157,68 @@ private slots:
         QCOMPARE(store.session(engine.sessionId())->status, std::string("finished"));
     }
 
+    /// A candidate that writes bytes which are not UTF-8 into the protocol pipe and stderr: the
+    /// evaluation fails with the bytes shown as U+FFFD, is stored, and the search goes on (before,
+    /// the store threw and every resume died the same way). `hone eval` prints it as JSON too.
+    void invalidUtf8FromACandidateDoesNotEndTheRun()
+    {
+        const std::string fffd = "\xEF\xBF\xBD";
+        QTemporaryDir tmp;
+        auto problem = makeProblem(tmp, {"invalid_utf8.cpp"});
+        const std::string storePath = tmp.path().toStdString() + "/hone.db";
+        core::Report r;
+        int64_t session = 0;
+        {
+            core::Store store(storePath);
+            backends::LocalExecutor exec(executorConfig(tmp, 1));
+            core::Engine engine(store, exec);
+            core::RunOptions opt;
+            opt.problemDir = problem;
+            opt.budget = 5; // 3 seeds, then 2 knob children
+            opt.workers = 1;
+            opt.seed = 2;
+            opt.samples = 10;
+            opt.warmStart = false;
+            r = engine.run(opt);
+            session = engine.sessionId();
+        }
+        QCOMPARE(r.progress.evaluations, 5);
+        QCOMPARE(r.stopReason, std::string("budget of 5 evaluations spent"));
+        core::Store store(storePath); // as `hone resume` and `hone show` read it
+        QCOMPARE(store.session(session)->status, std::string("finished"));
+        const auto nodes = store.nodes(session);
+        int failed = 0;
+        for (const auto& e : store.evaluations(session)) {
+            const auto src = store.source(nodes.at(size_t(e.nodeId)).sourceHash);
+            QVERIFY(src.has_value());
+            if (src->name != "invalid_utf8.cpp") {
+                QVERIFY2(e.status == "ok", e.failureMessage.c_str());
+                continue;
+            }
+            ++failed;
+            QCOMPARE(e.status, std::string("failed"));
+            QVERIFY2(e.failureMessage.find(fffd) != std::string::npos, e.failureMessage.c_str());
+            QVERIFY(!e.result.dump().empty()); // valid UTF-8 throughout: dump() does not throw
+        }
+        QCOMPARE(failed, 1);
+
+        const char* cli = std::getenv("HONE_CLI");
+        if (!cli)
+            QSKIP("HONE_CLI is not set (run through ctest)");
+        QProcess eval;
+        eval.start(cli, {"--cache-dir", tmp.path() + "/cache", "--worker", QString::fromStdString(workerPath()), "eval",
+                            QString::fromStdString(problem.string()),
+                            QString::fromStdString((problem / "seeds" / "invalid_utf8.cpp").string()), "--json"});
+        QVERIFY(eval.waitForFinished(120000));
+        const QByteArray err = eval.readAllStandardError();
+        QCOMPARE(eval.exitCode(), 3); // a failed candidate, not a crashed hone
+        const auto result = nlohmann::json::parse(eval.readAllStandardOutput().toStdString(), nullptr, false);
+        QVERIFY2(!result.is_discarded(), err.constData());
+        QCOMPARE(result["status"].get<std::string>(), std::string("failed"));
+        QVERIFY2(result["failure"]["message"].get<std::string>().find(fffd) != std::string::npos,
+            result.dump().c_str());
+    }
+
     void sameSeedSameResultsSameTree()
     {
         QTemporaryDir tmp;

@@ -408,6 +408,55 @@ private slots:
         QVERIFY(msSince(t0) < 1500);
     }
 
+    void replyOverTheSizeCapFails_data()
+    {
+        QTest::addColumn<int>("protocol");
+        QTest::addColumn<bool>("stream");
+        QTest::addColumn<bool>("endless");
+        QTest::addRow("openai endless stream") << int(llm::Protocol::OpenAi) << true << true;
+        QTest::addRow("anthropic endless stream") << int(llm::Protocol::Anthropic) << true << true;
+        QTest::addRow("openai long stream") << int(llm::Protocol::OpenAi) << true << false;
+        QTest::addRow("openai whole") << int(llm::Protocol::OpenAi) << false << false;
+        QTest::addRow("anthropic whole") << int(llm::Protocol::Anthropic) << false << false;
+    }
+    void replyOverTheSizeCapFails()
+    {
+        QFETCH(int, protocol);
+        QFETCH(bool, stream);
+        QFETCH(bool, endless);
+        ScriptedLlmServer server;
+        ScriptedReply flood;
+        flood.text = std::string(endless ? 4096 : 200 * 1024, 'y');
+        flood.chunkSize = 1024;
+        flood.endless = endless; // without the cap this call would run until the total timeout
+        server.push(flood);
+        auto cfg = config(server, static_cast<llm::Protocol>(protocol));
+        cfg.maxReplyBytes = 64 * 1024;
+        cfg.totalTimeout = std::chrono::milliseconds(120000); // a failure of the cap fails the message check
+        auto client = llm::makeClient(cfg);
+        Recorder rec;
+        core::LlmReply reply = client->complete(request(stream), &rec, nullptr);
+        QVERIFY(!reply.ok);
+        QCOMPARE(int(reply.error), int(core::LlmError::BadReply));
+        QVERIFY2(reply.errorMessage.find("passed the cap of 64.0 KiB (65536 bytes) of reply text (--llm-max-reply-kb)")
+                != std::string::npos,
+            reply.errorMessage.c_str());
+        QCOMPARE(reply.attempts, 1); // a runaway reply is not asked for again
+        size_t streamed = 0;
+        for (const auto& d : rec.deltas)
+            streamed += d.size();
+        if (stream) // stopped at the cap while streaming, not after the whole flood
+            QVERIFY2(streamed <= 64 * 1024 + 1024, std::to_string(streamed).c_str());
+        QCOMPARE(server.requests().size(), size_t(1));
+    }
+
+    void defaultTotalTimeoutFitsAKernelReply()
+    {
+        const llm::ClientConfig defaults;
+        QVERIFY(defaults.totalTimeout == std::chrono::seconds(180)); // docs/LLM.md: --llm-timeout 180
+        QCOMPARE(defaults.maxReplyBytes, size_t(1) << 20);
+    }
+
     void connectTimeout()
     {
         // A listener whose accept queue is full and never drained: SYNs go unanswered.

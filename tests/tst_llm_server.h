@@ -36,6 +36,7 @@ struct ScriptedReply {
     bool usage = true;
     bool emptyChoices = false; // openai: a 200 whose "choices" is empty
     bool noFinish = false; // the stream ends without a finish reason or end marker
+    bool endless = false; // the stream repeats the text until the client hangs up
 };
 
 struct RecordedRequest {
@@ -290,7 +291,7 @@ private:
                 }
                 if (reply.firstTokenDelayMs > 0)
                     sleep(reply.firstTokenDelayMs);
-                for (size_t i = 0; i < parts.size(); ++i) {
+                for (size_t i = 0; i < parts.size(); i = reply.endless && i + 1 == parts.size() ? 0 : i + 1) {
                     bool ok = anthropic
                         ? event("content_block_delta",
                             { { "type", "content_block_delta" }, { "index", 0 },

@@ -3,6 +3,7 @@
 #include "core/problem_spec.h"
 #include "core/sha256.h"
 
+#include <QTemporaryDir>
 #include <QtTest>
 
 #include <algorithm>
@@ -511,6 +512,24 @@ bf16 = { atol = 1e-2, rtol = 1e-2 }
             QFAIL("no ProblemError");
         } catch (const ProblemError& e) {
             QCOMPARE(QString::fromUtf8(e.what()), message);
+        }
+    }
+
+    /// Sources travel to the worker as JSON text: a seed that is not UTF-8 is named with the line
+    /// and column of its first bad byte, instead of failing later at every evaluation.
+    void rejectsSeedThatIsNotUtf8()
+    {
+        QTemporaryDir tmp;
+        const auto dir = std::filesystem::path(tmp.path().toStdString()) / "scale";
+        std::filesystem::copy((dataDir() + "/scale").toStdString(), dir, std::filesystem::copy_options::recursive);
+        std::ofstream(dir / "seeds" / "latin1.cpp", std::ios::binary) << "int a;\n// caf\xE9 au lait\n";
+        try {
+            loadProblem(dir);
+            QFAIL("no ProblemError");
+        } catch (const ProblemError& e) {
+            QCOMPARE(QString::fromUtf8(e.what()),
+                QString::fromStdString((dir / "seeds" / "latin1.cpp").string())
+                    + ":2:7: field '': not valid UTF-8 (byte 0xe9); expected source text saved as UTF-8");
         }
     }
 

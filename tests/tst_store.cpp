@@ -1,12 +1,42 @@
 #include "core/problem_spec.h"
+#include "core/session_lock.h"
 #include "core/store.h"
 
+#include <QProcess>
 #include <QTemporaryDir>
 #include <QtTest>
 
 #include <sqlite3.h>
+#include <unistd.h>
 
 using namespace hone::core;
+
+namespace {
+
+const std::string kFffd = "\xEF\xBF\xBD"; // U+FFFD REPLACEMENT CHARACTER
+
+struct CliRun {
+    int exitCode = -1;
+    QString out;
+    QString err;
+};
+
+/// The `hone` command line (HONE_CLI) on `store`, as a separate process.
+CliRun runHone(const QString& store, const QString& cache, const QStringList& args)
+{
+    QProcess p;
+    p.start(qEnvironmentVariable("HONE_CLI"),
+        QStringList { "--store", store, "--cache-dir", cache, "--worker", qEnvironmentVariable("HONE_WORKER") } + args);
+    CliRun r;
+    if (!p.waitForFinished(240000))
+        return r;
+    r.exitCode = p.exitStatus() == QProcess::NormalExit ? p.exitCode() : -1;
+    r.out = QString::fromUtf8(p.readAllStandardOutput());
+    r.err = QString::fromUtf8(p.readAllStandardError());
+    return r;
+}
+
+} // namespace
 
 class TestStore : public QObject {
     Q_OBJECT
@@ -60,6 +90,103 @@ private slots:
         QCOMPARE(s.source(hash)->text, std::string("int x;"));
         s.setSessionStatus(session, "finished", "budget spent");
         QCOMPARE(s.session(session)->stopReason, std::string("budget spent"));
+    }
+
+    /// A compiler log, a candidate's stderr or a model's reply with bytes that are not UTF-8:
+    /// stored (each bad sequence as U+FFFD) instead of ending the run, and read back.
+    void invalidUtf8IsStoredAsReplacementCharacters()
+    {
+        QTemporaryDir dir;
+        const auto path = std::filesystem::path(dir.path().toStdString()) / "hone.db";
+        const std::string bad = "error: stray '\xFF' in program; caf\xE9 \xE2\x82";
+        const std::string repaired = "error: stray '" + kFffd + "' in program; caf" + kFffd + " " + kFffd;
+        const std::string source = "// caf\xE9\nint x;"; // content-addressed: kept byte for byte
+        int64_t session = 0;
+        std::string hash;
+        {
+            Store s(path);
+            ProblemSpec spec = loadProblem(std::string(HONE_TEST_DATA) + "/problems/scale");
+            session = s.createSession(s.upsertProblem(spec), "cpu", "uct", 1, {{"budget", 3}});
+            hash = s.putSource("cpp", "latin1.cpp", source);
+            s.insertNode(session, NodeRecord {0, -1, 0, "", nlohmann::json::object(), "", "root", "restart", {}});
+            s.insertNode(session, NodeRecord {1, 0, 1, hash, {{"A", "1"}}, "", "seed", "restart", {}});
+            s.insertNode(session, NodeRecord {2, 0, 2, hash, {{"A", "2"}}, "", "seed", "restart", {}});
+            EvaluationRecord e;
+            e.nodeId = 1;
+            e.status = "failed";
+            e.failureKind = "compile_error";
+            e.failureMessage = bad;
+            e.result = {{"status", "failed"}, {"compile", {{"log", bad}}},
+                {"failure", {{"kind", "compile_error"}, {"message", bad}}}};
+            s.insertEvaluation(session, e); // threw nlohmann type_error 316 before
+            LlmCallRecord c;
+            c.purpose = "propose";
+            c.prompt = {{"system", "you write kernels"}, {"messages", {{{"role", "user"}, {"content", bad}}}}};
+            c.response = bad;
+            c.status = "rejected";
+            c.error = bad;
+            s.insertLlmCall(session, c);
+            // The run goes on: the next evaluation is stored like any other.
+            EvaluationRecord next;
+            next.nodeId = 2;
+            next.status = "ok";
+            next.medianNs = 10;
+            next.result = {{"status", "ok"}};
+            s.insertEvaluation(session, next);
+        }
+        Store s(path); // as a resume reads it
+        auto evals = s.evaluations(session);
+        QCOMPARE(evals.size(), size_t(2));
+        QCOMPARE(evals[0].failureMessage, repaired);
+        QCOMPARE(evals[0].result["compile"]["log"].get<std::string>(), repaired);
+        QCOMPARE(evals[0].result["failure"]["message"].get<std::string>(), repaired);
+        QCOMPARE(evals[1].status, std::string("ok"));
+        auto calls = s.llmCalls(session);
+        QCOMPARE(calls.size(), size_t(1));
+        QCOMPARE(calls[0].response, repaired);
+        QCOMPARE(calls[0].error, repaired);
+        QCOMPARE(calls[0].prompt["messages"][0]["content"].get<std::string>(), repaired);
+        QCOMPARE(s.source(hash)->text, source);
+        // Everything read back is JSON-safe again.
+        QVERIFY(!nlohmann::json(evals[0].failureMessage).dump().empty());
+    }
+
+    /// One process drives a session; a second `hone resume` is refused with the session and the
+    /// holder's pid, `hone show` still reads it, and once the lock is released resume works.
+    void secondDriverOfASessionIsRefused()
+    {
+        if (qEnvironmentVariableIsEmpty("HONE_CLI") || qEnvironmentVariableIsEmpty("HONE_WORKER"))
+            QSKIP("HONE_CLI and HONE_WORKER are not set (run through ctest)");
+        QTemporaryDir dir;
+        const QString store = dir.path() + "/hone.db";
+        const QString cache = dir.path() + "/cache";
+        const QString problem = QString(HONE_TEST_DATA) + "/problems/scale";
+        CliRun first = runHone(store, cache, {"run", problem, "--budget", "2", "--seed", "1", "--json"});
+        QVERIFY2(first.exitCode == 0, qPrintable(first.err));
+        const int64_t session = nlohmann::json::parse(first.out.toStdString())["session"].get<int64_t>();
+        const QString id = QString::number(session);
+        {
+            // This process drives the session now, as `hone run` or the workbench would.
+            SessionLock lock(store.toStdString(), session);
+            QCOMPARE(SessionLock::holder(store.toStdString(), session).value_or(0), long(::getpid()));
+            CliRun second = runHone(store, cache, {"resume", id, "--extra-budget", "1", "--json"});
+            QVERIFY2(second.exitCode != 0, qPrintable(second.out));
+            QVERIFY2(second.err.contains(QString("session %1 of store %2 is driven by process %3")
+                                             .arg(id, store, QString::number(::getpid()))),
+                qPrintable(second.err));
+            QVERIFY2(second.err.contains("only one process may run a session at a time"), qPrintable(second.err));
+            // Reading is not driving.
+            CliRun show = runHone(store, cache, {"show", id});
+            QVERIFY2(show.exitCode == 0, qPrintable(show.err));
+            // The refused resume changed nothing.
+            Store s(store.toStdString());
+            QCOMPARE(s.evaluations(session).size(), size_t(2));
+            QCOMPARE(s.session(session)->status, std::string("finished"));
+        }
+        QVERIFY(!SessionLock::holder(store.toStdString(), session).has_value());
+        CliRun resumed = runHone(store, cache, {"resume", id, "--extra-budget", "1", "--json"});
+        QVERIFY2(resumed.exitCode == 0, qPrintable(resumed.err));
+        QCOMPARE(nlohmann::json::parse(resumed.out.toStdString())["evaluations"].get<int>(), 3);
     }
 
     void refusesNewerSchema()

@@ -2,7 +2,9 @@
 
 #include "backends/llm/http_transport.h"
 #include "backends/llm/redact.h"
+#include "core/utf8.h"
 
+#include <cstdint>
 #include <cstdio>
 #include <thread>
 
@@ -11,6 +13,16 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 using core::LlmError;
+
+std::string sizeText(size_t bytes)
+{
+    char buf[64];
+    if (bytes >= (size_t(1) << 20))
+        std::snprintf(buf, sizeof buf, "%.1f MiB (%zu bytes)", static_cast<double>(bytes) / (1 << 20), bytes);
+    else
+        std::snprintf(buf, sizeof buf, "%.1f KiB (%zu bytes)", static_cast<double>(bytes) / 1024, bytes);
+    return buf;
+}
 
 std::string seconds(std::chrono::milliseconds ms)
 {
@@ -95,8 +107,8 @@ core::LlmReply ChatClient::complete(
     auto fail = [&](LlmError e, const std::string& message) {
         reply.ok = false;
         reply.error = e;
-        reply.errorMessage = redact(message, key);
-        reply.text = redact(reply.text, key);
+        reply.errorMessage = core::validUtf8(redact(message, key));
+        reply.text = core::validUtf8(redact(reply.text, key));
         reply.latencyMs = std::chrono::duration<double, std::milli>(Clock::now() - started).count();
         return reply;
     };
@@ -110,12 +122,19 @@ core::LlmReply ChatClient::complete(
     HttpRequest http;
     http.url = endpoint();
     http.headers = headers(request.stream);
-    http.body = body(request).dump();
+    http.body = core::dumpJson(body(request)); // prompts quote logs cut at byte offsets
     http.connectTimeout = m_config.connectTimeout;
     http.firstTokenTimeout = m_config.firstTokenTimeout;
     http.totalTimeout = m_config.totalTimeout;
     const std::string where = std::string(protocolName(m_config.protocol)) + " endpoint " + http.url;
     const int maxAttempts = std::max(1, m_config.retry.maxAttempts);
+    const size_t maxText = std::max<size_t>(1, m_config.maxReplyBytes);
+    const size_t maxBody = maxText > (SIZE_MAX / 64) ? SIZE_MAX : maxText * 64;
+    auto tooLong = [&] {
+        return fail(LlmError::BadReply,
+            "the reply from " + where + " passed the cap of " + sizeText(maxText)
+                + " of reply text (--llm-max-reply-kb); the model did not stop or the stream never ends");
+    };
 
     for (int attempt = 1;; ++attempt) {
         reply.attempts = attempt;
@@ -123,10 +142,18 @@ core::LlmReply ChatClient::complete(
         SseParser sse;
         const auto attemptStarted = Clock::now();
         double firstTokenMs = 0;
+        size_t received = 0;
+        bool overCap = false;
         auto deliver = [&](const SseEvent& ev) {
+            if (overCap)
+                return;
             std::string d = onEvent(ev, st);
             if (d.empty())
                 return;
+            if (st.text.size() > maxText) {
+                overCap = true; // nothing past the cap reaches the observer
+                return;
+            }
             if (!st.firstToken) {
                 st.firstToken = true;
                 firstTokenMs
@@ -136,9 +163,12 @@ core::LlmReply ChatClient::complete(
                 observer->delta(redact(d, key));
         };
         auto sink = [&](int status, std::string_view bytes) {
+            received += bytes.size();
             if (request.stream && status >= 200 && status < 300)
                 sse.feed(bytes, deliver);
-            return true;
+            // Stops a runaway reply while it streams, not after it was received whole.
+            overCap = overCap || received > maxBody;
+            return !overCap;
         };
         HttpResponse r = HttpTransport::post(
             http, sink, [&] { return st.firstToken; }, cancel);
@@ -152,8 +182,11 @@ core::LlmReply ChatClient::complete(
             break;
         case TransportError::Cancelled:
             return fail(LlmError::Cancelled, "cancelled");
-        case TransportError::Connect:
         case TransportError::Aborted:
+            if (overCap)
+                return tooLong();
+            [[fallthrough]];
+        case TransportError::Connect:
         case TransportError::Other:
             return fail(LlmError::Unreachable,
                 "cannot reach " + where + ": " + r.errorText
@@ -190,11 +223,15 @@ core::LlmReply ChatClient::complete(
                 // Not streamed (or the server ignored "stream"): one JSON body.
                 st = AttemptState {};
                 onWhole(r.body, st);
+                if (st.text.size() > maxText)
+                    return tooLong();
                 firstTokenMs
                     = std::chrono::duration<double, std::milli>(Clock::now() - attemptStarted).count();
                 if (observer && !st.text.empty())
                     observer->delta(redact(st.text, key));
             }
+            if (overCap)
+                return tooLong();
             reply.text = st.text;
             if (!st.error.empty())
                 return fail(LlmError::BadReply, where + " sent a reply Hone cannot read: " + st.error);
@@ -203,7 +240,7 @@ core::LlmReply ChatClient::complete(
                     "the stream from " + where
                         + " ended before the reply was complete (no finish reason or end marker)");
             reply.ok = true;
-            reply.text = redact(st.text, key);
+            reply.text = core::validUtf8(redact(st.text, key));
             reply.finishReason = st.finishReason;
             reply.truncated = truncatedBy(st.finishReason);
             reply.usageReported = st.tokensIn >= 0 && st.tokensOut >= 0;

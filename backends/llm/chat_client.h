@@ -29,7 +29,10 @@ struct ClientConfig {
     std::string keyEnv; // the variable it came from, for messages
     std::chrono::milliseconds connectTimeout { 10000 };
     std::chrono::milliseconds firstTokenTimeout { 120000 };
-    std::chrono::milliseconds totalTimeout { 600000 };
+    std::chrono::milliseconds totalTimeout { 180000 }; // a kernel reply, not an essay
+    /// The most reply text one call may bring; a longer reply (or a stream that never ends)
+    /// fails with a message naming the cap. The raw body may be up to 64 times this (framing).
+    size_t maxReplyBytes = size_t(1) << 20;
     RetryPolicy retry;
     int maxConcurrency = 4;
     PriceTable prices;

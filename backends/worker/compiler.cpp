@@ -1,6 +1,7 @@
 #include "compiler.h"
 
 #include "core/sha256.h"
+#include "core/utf8.h"
 #include "hone_embedded.h"
 #include "process.h"
 #include "system_info.h"
@@ -338,7 +339,7 @@ CompileOutput runCachedCompile(const CachedCompile& c)
     if (fs::exists(soPath, ec)) {
         out.ok = true;
         out.cached = true;
-        out.log = readFile(logPath);
+        out.log = core::validUtf8(readFile(logPath));
         parse();
         return out;
     }
@@ -362,7 +363,9 @@ CompileOutput runCachedCompile(const CachedCompile& c)
 
     const ProcessResult r = runProcess(argv, buildDir.string(), c.timeLimitSeconds);
     out.seconds = r.seconds;
-    out.log = c.cleanLog ? c.cleanLog(r.output) : r.output;
+    // Compilers echo the source's bytes and speak the locale's encoding: valid UTF-8 from here on,
+    // or one stray byte would make the result unwritable as JSON.
+    out.log = core::validUtf8(c.cleanLog ? c.cleanLog(r.output) : r.output);
     parse();
     if (!r.started) {
         out.toolError = r.error;

@@ -3,6 +3,7 @@
 #include "core/diagnosis.h"
 #include "core/protocol.h"
 #include "core/sha256.h"
+#include "core/utf8.h"
 #include "ncu_profile.h"
 #include "system_info.h"
 #include "timing.h"
@@ -846,7 +847,7 @@ nlohmann::json Evaluator::evaluate(const nlohmann::json& request)
     } catch (const EvalFailure& f) {
         result["status"] = "failed";
         result["failure"] = { { "kind", core::protocol::failureKindName(f.kind) }, { "stage", f.stage },
-            { "message", f.message } };
+            { "message", core::validUtf8(f.message) } }; // may quote a candidate's or compiler's bytes
     } catch (const std::bad_alloc&) {
         result["status"] = "failed";
         result["failure"] = { { "kind", "memory_limit" }, { "stage", m_stage },
@@ -854,7 +855,7 @@ nlohmann::json Evaluator::evaluate(const nlohmann::json& request)
     } catch (const std::exception& e) {
         result["status"] = "failed";
         result["failure"] = { { "kind", "worker_error" }, { "stage", m_stage },
-            { "message", std::string("worker error in stage ") + m_stage + ": " + e.what() } };
+            { "message", core::validUtf8(std::string("worker error in stage ") + m_stage + ": " + e.what()) } };
     }
     // The candidate's compile record, also (above all) when it failed to compile.
     if (!candidate.compile.command.empty() || !candidate.compile.toolError.empty())
