@@ -7,7 +7,7 @@
 // Hostile: computes the right answer, but on its first call forks a child that calls setsid(),
 // closes every descriptor it inherited (so nothing waits for it) and, once the process that
 // evaluated it is gone, creates $HONE_CONTAINMENT_DIR/marker: a side effect after the
-// evaluation. Its pid goes to $HONE_CONTAINMENT_DIR/late.pid.
+// evaluation. Its pid goes to $HONE_CONTAINMENT_DIR/late.pid (written by the parent).
 extern "C" int hone_run(const hone_args* a)
 {
     static bool forked = false;
@@ -20,23 +20,16 @@ extern "C" int hone_run(const hone_args* a)
         char pidPath[4096], marker[4096];
         snprintf(pidPath, sizeof pidPath, "%s/late.pid", dir ? dir : "/nonexistent");
         snprintf(marker, sizeof marker, "%s/marker", dir ? dir : "/nonexistent");
-        if (fork() == 0) {
+        const pid_t child = fork();
+        if (child > 0) {
+            // The parent names the child (which may not be scheduled before it is ended).
+            if (FILE* f = fopen(pidPath, "w")) {
+                fprintf(f, "%d\n", (int)child);
+                fclose(f);
+            }
+        }
+        if (child == 0) {
             setsid();
-            char text[32];
-            int n = 0;
-            for (int v = (int)getpid(); v > 0; v /= 10)
-                text[n++] = (char)('0' + v % 10);
-            for (int i = 0; i < n / 2; ++i) {
-                const char c = text[i];
-                text[i] = text[n - 1 - i];
-                text[n - 1 - i] = c;
-            }
-            text[n++] = '\n';
-            const int fd = open(pidPath, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-            if (fd >= 0) {
-                (void)!write(fd, text, (size_t)n);
-                close(fd);
-            }
             for (int f = 0; f < 1024; ++f)
                 close(f);
             // Until the evaluating process has ended (or two minutes passed).

@@ -5,7 +5,8 @@
 #include <unistd.h>
 // Hostile: computes the right answer, but on its first call forks a child that leaves the
 // worker's process group and session (setsid), keeps every descriptor it inherited (the
-// worker's pipes among them) and sleeps for ever. Its pid goes to $HONE_CONTAINMENT_DIR/holder.pid.
+// worker's pipes among them) and sleeps for ever. Its pid goes to
+// $HONE_CONTAINMENT_DIR/holder.pid (written by the parent).
 extern "C" int hone_run(const hone_args* a)
 {
     static bool forked = false;
@@ -15,23 +16,16 @@ extern "C" int hone_run(const hone_args* a)
         const char* dir = getenv("HONE_CONTAINMENT_DIR");
         char pidPath[4096];
         snprintf(pidPath, sizeof pidPath, "%s/holder.pid", dir ? dir : "/nonexistent");
-        if (fork() == 0) {
+        const pid_t child = fork();
+        if (child > 0) {
+            // The parent names the child (which may not be scheduled before it is ended).
+            if (FILE* f = fopen(pidPath, "w")) {
+                fprintf(f, "%d\n", (int)child);
+                fclose(f);
+            }
+        }
+        if (child == 0) {
             setsid();
-            char text[32];
-            int n = 0;
-            for (int v = (int)getpid(); v > 0; v /= 10)
-                text[n++] = (char)('0' + v % 10);
-            for (int i = 0; i < n / 2; ++i) {
-                const char c = text[i];
-                text[i] = text[n - 1 - i];
-                text[n - 1 - i] = c;
-            }
-            text[n++] = '\n';
-            const int fd = open(pidPath, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-            if (fd >= 0) {
-                (void)!write(fd, text, (size_t)n);
-                close(fd);
-            }
             for (;;)
                 pause();
         }
