@@ -16,6 +16,7 @@ LocalExecutor::LocalExecutor(LocalExecutorConfig config)
         if (auto l = job.request.find("limits"); l != job.request.end() && l->is_object()) {
             limits.compileSeconds = l->value("compile_s", limits.compileSeconds);
             limits.stageSeconds = l->value("run_s", limits.stageSeconds);
+            limits.totalSeconds = l->value("total_s", limits.totalSeconds);
         }
         // A worker that could not be started at all (exit 127 before any message: the binary
         // missing for a moment, or being rewritten by a rebuild) says nothing about the

@@ -85,6 +85,7 @@ RemoteExecutor::RemoteExecutor(RemoteExecutorConfig config)
             limits.compileSeconds = l->value("compile_s", limits.compileSeconds);
             // Starting a remote worker (handshake, allocation) counts as stage 'start'.
             limits.stageSeconds = std::max(l->value("run_s", limits.stageSeconds), 30.0);
+            limits.totalSeconds = l->value("total_s", limits.totalSeconds);
         }
         return request(job.request, limits);
     })
@@ -334,7 +335,9 @@ nlohmann::json RemoteExecutor::persistentExchange(const nlohmann::json& req, con
         w.tag = std::to_string(getpid()) + "-" + std::to_string(m_attempts.fetch_add(1));
         ++m_started;
         const WorkerLimits startLimits = slurmLimits(limits, w.tag);
-        w.process = std::make_unique<WorkerProcess>(command(w.tag), startLimits);
+        WorkerCommand cmd = command(w.tag);
+        cmd.diesWithCaller = false; // it serves later requests from other threads
+        w.process = std::make_unique<WorkerProcess>(cmd, startLimits);
         // The handshake checks the protocol version and bears the start-up (allocation, key
         // exchange), so the request's own stages get their usual limits.
         nlohmann::json hello = proto::makeMessage("hello");

@@ -1,5 +1,6 @@
 #include "backends/worker_process.h"
 
+#include "backends/worker/process_tree.h"
 #include "core/protocol.h"
 
 #include <cerrno>
@@ -11,6 +12,9 @@
 #include <fstream>
 #include <optional>
 #include <poll.h>
+#include <random>
+#include <sys/prctl.h>
+#include <sys/random.h>
 #include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -57,6 +61,41 @@ double residentMiB(pid_t pid, int depth = 0)
     return total;
 }
 
+/// 128 random bits as 32 hex digits: the proof that a message comes from the worker that read
+/// this request, not from code that merely found the reply channel.
+std::string freshSecret()
+{
+    unsigned char bytes[16];
+    if (getrandom(bytes, sizeof bytes, 0) != static_cast<ssize_t>(sizeof bytes)) {
+        std::random_device rd;
+        for (auto& b : bytes)
+            b = static_cast<unsigned char>(rd());
+    }
+    static const char hex[] = "0123456789abcdef";
+    std::string out;
+    for (unsigned char b : bytes) {
+        out += hex[b >> 4];
+        out += hex[b & 15];
+    }
+    return out;
+}
+
+/// The request's id as the worker echoes it (a string, or an integer written out).
+std::string requestIdOf(const nlohmann::json& request)
+{
+    const auto it = request.find("id");
+    if (it == request.end())
+        return {};
+    if (it->is_string())
+        return it->get<std::string>();
+    if (it->is_number_integer())
+        return std::to_string(it->get<int64_t>());
+    return {};
+}
+
+constexpr const char* kForged
+    = "a message on the result channel did not carry this request's id and secret: forged or out of step";
+
 std::string tail(const std::string& s, size_t n)
 {
     std::string t = s.size() <= n ? s : "..." + s.substr(s.size() - n);
@@ -100,6 +139,8 @@ WorkerProcess::WorkerProcess(const WorkerCommand& cmd, const WorkerLimits& limit
     // A worker that dies while we write its request must not kill us.
     signal(SIGPIPE, SIG_IGN);
 
+    const pid_t parent = getpid();
+    const bool diesWithCaller = cmd.diesWithCaller;
     pid_t pid = fork();
     if (pid < 0) {
         m_startError = std::string("fork: ") + strerror(errno);
@@ -110,6 +151,10 @@ WorkerProcess::WorkerProcess(const WorkerCommand& cmd, const WorkerLimits& limit
     }
     if (pid == 0) {
         setpgid(0, 0);
+        // Dies with us, even of SIGKILL; the check closes the race with a parent that died
+        // before the request was made.
+        if (diesWithCaller && (prctl(PR_SET_PDEATHSIG, SIGKILL) != 0 || getppid() != parent))
+            _exit(1);
         dup2(in[0], 0);
         dup2(out[1], 1);
         dup2(err[1], 2);
@@ -164,8 +209,29 @@ WorkerProcess::WorkerProcess(const WorkerCommand& cmd, const WorkerLimits& limit
 WorkerProcess::~WorkerProcess()
 {
     if (!m_reaped && m_pid > 0)
-        ::kill(-m_pid, SIGKILL);
+        terminate();
     reap();
+}
+
+void WorkerProcess::terminate()
+{
+    if (m_reaped || m_pid <= 0)
+        return;
+    // Stopped, the worker can start nothing new, and (a subreaper) it inherits the orphans of
+    // the descendants killed below, so the next scan finds them: a candidate's child that
+    // called setsid() leaves the group, never the tree.
+    ::kill(m_pid, SIGSTOP);
+    killDescendants(m_pid);
+    ::kill(-m_pid, SIGKILL);
+    ::kill(m_pid, SIGKILL); // also when it left its own group
+}
+
+bool WorkerProcess::exited()
+{
+    if (m_reaped)
+        return true;
+    siginfo_t info {};
+    return waitid(P_PID, static_cast<id_t>(m_pid), &info, WEXITED | WNOHANG | WNOWAIT) == 0 && info.si_pid == m_pid;
 }
 
 double WorkerProcess::ageSeconds() const
@@ -226,7 +292,7 @@ bool WorkerProcess::alive()
         }
     }
     if (gone) {
-        ::kill(-m_pid, SIGKILL);
+        terminate();
         reap();
         return false;
     }
@@ -241,11 +307,13 @@ void WorkerProcess::stop(double graceSeconds)
         close(m_in);
         m_in = -1;
     }
+    // Waits for the process itself, not for the end of its output: a descendant may hold the
+    // pipes open for ever.
     const auto until = Clock::now() + std::chrono::milliseconds(static_cast<long>(1000 * graceSeconds));
     bool outOpen = true, errOpen = true;
-    while ((outOpen || errOpen) && Clock::now() < until) {
+    while (!exited() && Clock::now() < until) {
         pollfd fds[2] = {{outOpen ? m_out : -1, POLLIN, 0}, {errOpen ? m_err : -1, POLLIN, 0}};
-        if (poll(fds, 2, 50) < 0 && errno != EINTR)
+        if (poll(fds, 2, 20) < 0 && errno != EINTR)
             break;
         char buf[4096];
         if (outOpen && (fds[0].revents & (POLLIN | POLLHUP | POLLERR)) && read(m_out, buf, sizeof buf) <= 0)
@@ -253,15 +321,14 @@ void WorkerProcess::stop(double graceSeconds)
         if (errOpen && (fds[1].revents & (POLLIN | POLLHUP | POLLERR)) && read(m_err, buf, sizeof buf) <= 0)
             errOpen = false;
     }
-    if (outOpen || errOpen)
-        ::kill(-m_pid, SIGKILL);
+    terminate(); // what is left: the process past its grace, its group, its descendants
     reap();
 }
 
 nlohmann::json WorkerProcess::exchange(
     const nlohmann::json& request, const WorkerLimits& limits, const std::atomic<bool>* cancel, bool last)
 {
-    const std::string id = request.value("id", std::string());
+    const std::string id = requestIdOf(request);
     const std::string type = request.value("type", std::string());
     auto failure = [&](proto::FailureKind kind, const std::string& stage, const std::string& message) {
         return proto::makeFailure(id, kind, stage, message);
@@ -271,29 +338,115 @@ nlohmann::json WorkerProcess::exchange(
     if (m_reaped)
         return failure(proto::FailureKind::WorkerError, "start", "the worker process is no longer running");
 
-    const std::string line = request.dump() + "\n";
+    // A fresh secret per request: only the worker that read this request can answer it.
+    const std::string secret = freshSecret();
+    nlohmann::json sent = request;
+    sent["secret"] = secret;
+    const std::string line = sent.dump() + "\n";
     size_t written = 0;
     m_errBuf.clear(); // this exchange's stderr only: it explains this exchange's end
     nlohmann::json result;
     std::string stage = "start";
     std::string lastDetail;
     std::optional<nlohmann::json> verdict; // set when the executor decides the outcome itself
-    auto stageStart = Clock::now();
+    const auto began = Clock::now();
+    auto stageStart = began;
+    auto totalStart = began; // moves only while a start probe says the job is queued
+    const double totalLimit
+        = limits.totalSeconds > 0 ? limits.totalSeconds : 2 * limits.compileSeconds + 8 * limits.stageSeconds;
     bool heard = false; // any message from the worker yet
-    auto nextProbe = Clock::now();
+    auto nextProbe = began;
     std::optional<Clock::time_point> queuedSince;
     bool outOpen = true, errOpen = true;
-    auto kill = [&] { ::kill(-m_pid, SIGKILL); };
+    auto kill = [&] { terminate(); };
     auto closeInput = [&] {
         if (m_in >= 0) {
             close(m_in);
             m_in = -1;
         }
     };
+    auto authentic = [&](const nlohmann::json& msg) {
+        const auto i = msg.find("id");
+        const auto s = msg.find("secret");
+        return i != msg.end() && i->is_string() && i->get<std::string>() == id && s != msg.end() && s->is_string()
+            && s->get<std::string>() == secret;
+    };
+    // Every complete line in m_outBuf: progress, then exactly one reply, each with this
+    // request's id and secret; anything else is the candidate's doing and fails it.
+    auto takeLines = [&] {
+        size_t nl;
+        while (!verdict && (nl = m_outBuf.find('\n')) != std::string::npos) {
+            std::string l = m_outBuf.substr(0, nl);
+            m_outBuf.erase(0, nl + 1);
+            if (l.empty())
+                continue;
+            try {
+                nlohmann::json msg = proto::parseMessage(l);
+                if (!authentic(msg) || !result.is_null()) {
+                    verdict = failure(proto::FailureKind::ProtocolError, stage, kForged);
+                    kill();
+                    break;
+                }
+                heard = true;
+                msg.erase("secret");
+                if (msg.value("type", std::string()) == "progress") {
+                    // Any progress restarts the stage clock: a stage is limited by its silences
+                    // (a hung kernel), not by how many slow calls it makes. The total limit is
+                    // not moved by anything the worker says.
+                    stage = msg.value("stage", stage);
+                    stageStart = Clock::now();
+                    lastDetail = msg.value("detail", std::string());
+                } else {
+                    result = std::move(msg);
+                }
+            } catch (const proto::ProtocolError& e) {
+                verdict = failure(proto::FailureKind::ProtocolError, stage, e.what());
+                kill();
+            }
+        }
+        if (!verdict && m_outBuf.size() > kMaxLine) {
+            verdict = failure(proto::FailureKind::ProtocolError, stage,
+                "worker sent a line longer than 64 MiB without a newline");
+            kill();
+        }
+    };
+    char buf[65536];
+    auto readOut = [&] {
+        ssize_t n = read(m_out, buf, sizeof buf);
+        if (n <= 0) {
+            outOpen = n < 0 && (errno == EINTR || errno == EAGAIN);
+            return;
+        }
+        m_outBuf.append(buf, static_cast<size_t>(n));
+        takeLines();
+    };
+    auto readErr = [&] {
+        ssize_t n = read(m_err, buf, sizeof buf);
+        if (n <= 0) {
+            errOpen = n < 0 && (errno == EINTR || errno == EAGAIN);
+            return;
+        }
+        m_errBuf.append(buf, static_cast<size_t>(n));
+        if (m_errBuf.size() > 2 * kMaxStderr)
+            m_errBuf.erase(0, m_errBuf.size() - kMaxStderr);
+    };
+    // What is already in the pipes, for up to `seconds`: the last words of a process that
+    // ended, which a descendant holding the pipes must not stretch.
+    auto drain = [&](double seconds) {
+        const auto until = Clock::now() + std::chrono::milliseconds(static_cast<long>(1000 * seconds));
+        while ((outOpen || errOpen) && !verdict && Clock::now() < until) {
+            pollfd fds[2] = {{outOpen ? m_out : -1, POLLIN, 0}, {errOpen ? m_err : -1, POLLIN, 0}};
+            if (poll(fds, 2, 0) <= 0)
+                break;
+            if (outOpen && (fds[0].revents & (POLLIN | POLLHUP | POLLERR)))
+                readOut();
+            if (errOpen && (fds[1].revents & (POLLIN | POLLHUP | POLLERR)))
+                readErr();
+        }
+    };
 
-    while (outOpen || errOpen) {
-        if (!last && !result.is_null() && !verdict)
-            break; // a persistent worker answered: it stays for the next request
+    // Reading stops at the verdict: ours, the reply, or the end of the process.
+    while ((outOpen || errOpen) && !verdict && result.is_null()) {
         const bool writing = m_in >= 0 && written < line.size();
         pollfd fds[3] = {{outOpen ? m_out : -1, POLLIN, 0}, {errOpen ? m_err : -1, POLLIN, 0},
             {writing ? m_in : -1, POLLOUT, 0}};
@@ -310,56 +463,17 @@ nlohmann::json WorkerProcess::exchange(
             if (last && written == line.size())
                 closeInput();
         }
-        char buf[65536];
-        if (outOpen && (fds[0].revents & (POLLIN | POLLHUP | POLLERR))) {
-            ssize_t n = read(m_out, buf, sizeof buf);
-            if (n <= 0) {
-                outOpen = false;
-            } else {
-                m_outBuf.append(buf, static_cast<size_t>(n));
-                size_t nl;
-                while ((nl = m_outBuf.find('\n')) != std::string::npos) {
-                    std::string l = m_outBuf.substr(0, nl);
-                    m_outBuf.erase(0, nl + 1);
-                    if (l.empty() || verdict)
-                        continue;
-                    heard = true;
-                    try {
-                        nlohmann::json msg = proto::parseMessage(l);
-                        std::string t = msg.value("type", std::string());
-                        if (t == "progress") {
-                            // Any progress restarts the clock: a stage is limited by its
-                            // silences (a hung kernel), not by how many slow calls it makes.
-                            stage = msg.value("stage", stage);
-                            stageStart = Clock::now();
-                            lastDetail = msg.value("detail", std::string());
-                        } else if (result.is_null()) {
-                            result = std::move(msg);
-                        }
-                    } catch (const proto::ProtocolError& e) {
-                        verdict = failure(proto::FailureKind::ProtocolError, stage, e.what());
-                        kill();
-                    }
-                }
-                if (m_outBuf.size() > kMaxLine && !verdict) {
-                    verdict = failure(proto::FailureKind::ProtocolError, stage,
-                        "worker sent a line longer than 64 MiB without a newline");
-                    kill();
-                }
-            }
+        if (outOpen && (fds[0].revents & (POLLIN | POLLHUP | POLLERR)))
+            readOut();
+        if (errOpen && (fds[1].revents & (POLLIN | POLLHUP | POLLERR)))
+            readErr();
+        if (verdict || !result.is_null())
+            break;
+        if (exited()) {
+            // Its last lines are in the pipes already; a descendant may hold them open for ever.
+            drain(1.0);
+            break;
         }
-        if (errOpen && (fds[1].revents & (POLLIN | POLLHUP | POLLERR))) {
-            ssize_t n = read(m_err, buf, sizeof buf);
-            if (n <= 0) {
-                errOpen = false;
-            } else {
-                m_errBuf.append(buf, static_cast<size_t>(n));
-                if (m_errBuf.size() > 2 * kMaxStderr)
-                    m_errBuf.erase(0, m_errBuf.size() - kMaxStderr);
-            }
-        }
-        if (verdict)
-            continue;
         if (!heard && limits.startProbe && Clock::now() >= nextProbe) {
             nextProbe = Clock::now() + std::chrono::seconds(1);
             const StartStatus s = limits.startProbe();
@@ -372,6 +486,7 @@ nlohmann::json WorkerProcess::exchange(
                 if (!queuedSince)
                     queuedSince = Clock::now();
                 stageStart = Clock::now(); // waiting in a queue is not a silent worker
+                totalStart = Clock::now(); // nor part of the evaluation
                 lastDetail = s.detail;
                 const double queued = std::chrono::duration<double>(Clock::now() - *queuedSince).count();
                 if (limits.queueSeconds > 0 && queued > limits.queueSeconds) {
@@ -395,6 +510,16 @@ nlohmann::json WorkerProcess::exchange(
             kill();
             continue;
         }
+        const double total = std::chrono::duration<double>(Clock::now() - totalStart).count();
+        if (total > totalLimit) {
+            char msg[200];
+            std::snprintf(msg, sizeof msg,
+                "the evaluation ran %.0f s, past its total limit of %.0f s, in stage '%s'; the worker was killed",
+                total, totalLimit, stage.c_str());
+            verdict = failure(proto::FailureKind::Timeout, stage, msg);
+            kill();
+            continue;
+        }
         double rss = residentMiB(m_pid);
         if (rss > limits.memoryMiB) {
             char msg[160];
@@ -409,6 +534,12 @@ nlohmann::json WorkerProcess::exchange(
             kill();
         }
     }
+    // Bytes after the reply came from someone else: the worker says nothing more until it
+    // reads the next request.
+    if (!verdict && !result.is_null() && m_outBuf.find_first_not_of(" \t\r\n") != std::string::npos) {
+        verdict = failure(proto::FailureKind::ProtocolError, stage, kForged);
+        kill();
+    }
     auto misfit = [&]() -> std::optional<nlohmann::json> {
         if (type == "eval" && result.value("type", std::string()) != "result")
             return failure(proto::FailureKind::ProtocolError, stage,
@@ -418,13 +549,31 @@ nlohmann::json WorkerProcess::exchange(
     if (!last && !verdict && !result.is_null()) {
         auto bad = misfit();
         if (!bad)
-            return result;
+            return result; // a persistent worker answered: it stays for the next request
         kill(); // out of step with us: no further request may go to it
         reap();
         return *bad;
     }
-    if (outOpen || errOpen)
-        kill();
+    if (!verdict && !result.is_null()) {
+        // The reply is in: a short grace for the worker to exit at end of input, then whatever
+        // is left of it is killed. It has nothing more to say; anything on stdout meanwhile is
+        // a second reply, or a forgery.
+        closeInput();
+        const auto until = Clock::now() + std::chrono::seconds(2);
+        while (!exited() && !verdict && Clock::now() < until) {
+            pollfd fds[2] = {{outOpen ? m_out : -1, POLLIN, 0}, {errOpen ? m_err : -1, POLLIN, 0}};
+            poll(fds, 2, 20);
+            if (outOpen && (fds[0].revents & (POLLIN | POLLHUP | POLLERR)))
+                readOut(); // a complete line is judged there; a partial one below
+            if (errOpen && (fds[1].revents & (POLLIN | POLLHUP | POLLERR)))
+                readErr();
+        }
+        if (!verdict)
+            drain(0.2);
+        if (!verdict && m_outBuf.find_first_not_of(" \t\r\n") != std::string::npos)
+            verdict = failure(proto::FailureKind::ProtocolError, stage, kForged);
+    }
+    kill(); // the process past its grace or exited; its group; its descendants
     reap();
 
     if (verdict)

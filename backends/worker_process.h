@@ -22,6 +22,11 @@ struct StartStatus {
 struct WorkerLimits {
     double compileSeconds = 120;     // wall time while the worker is in stage 'compile'
     double stageSeconds = 60;        // wall time in any other stage
+    /// Wall time of a whole exchange, which no message of the worker extends (only the wait of
+    /// a queued start, as the start probe tells it, is not counted); 0: 2 * compileSeconds +
+    /// 8 * stageSeconds, room for three compiles and every later stage, waits for the device's
+    /// timing lock included.
+    double totalSeconds = 0;
     double memoryMiB = 4096;         // resident set size of the worker process
     bool addressSpaceLimit = true;   // RLIMIT_AS backstop; off for GPU workers, whose driver
                                      // reserves far more address space than it uses
@@ -35,14 +40,22 @@ struct WorkerLimits {
 /// How to start one worker: the command line (`hone-worker --stdio ...`, or `ssh host ...`).
 struct WorkerCommand {
     std::vector<std::string> argv;
+    /// The process gets SIGKILL when the thread that started it ends (PR_SET_PDEATHSIG), so
+    /// that a worker never outlives a killed hone. Off for a worker kept for later requests
+    /// (persistent remote workers), whose starting thread may end first; those end at end of
+    /// input when hone's side of the pipe goes away.
+    bool diesWithCaller = true;
 };
 
 /// One worker process in its own process group, with pipes to its stdin, stdout and stderr. It
 /// serves one request (`exchange(..., last = true)`, then it exits at end of input) or many in
-/// turn (a persistent worker). Whatever goes wrong during an exchange — a crash (signal), no
-/// progress within a stage's limit, the memory limit, garbage on stdout, an exit without a reply,
-/// cancellation — ends the process (killed as a group) and becomes a failed result with the
-/// reason; `alive()` is then false.
+/// turn (a persistent worker). Each request carries a fresh secret; the worker's messages for it
+/// must carry the request's id and that secret, and exactly one of them is the reply. Whatever
+/// goes wrong during an exchange — a crash (signal), no progress within a stage's limit, the
+/// total limit, the memory limit, garbage or a forged message on stdout, an exit without a
+/// reply, cancellation — ends the process and everything it started (its group, and every
+/// descendant that left the group) and becomes a failed result with the reason; `alive()` is
+/// then false.
 class WorkerProcess {
 public:
     /// Starts `cmd`; `limits.addressSpaceLimit` and `memoryMiB` set the RLIMIT_AS backstop.
@@ -51,9 +64,11 @@ public:
     WorkerProcess(const WorkerProcess&) = delete;
     WorkerProcess& operator=(const WorkerProcess&) = delete;
 
-    /// Sends `request` and returns the worker's reply (a `result`, or for hello and calibrate the
-    /// reply), or a failed result saying why there was none. With `last` the worker's input is
-    /// closed after the request and the process is reaped before returning.
+    /// Sends `request` with a fresh `secret` and returns the worker's reply (a `result`, or for
+    /// hello and calibrate the reply; the secret removed), or a failed result saying why there
+    /// was none. With `last` the worker's input is closed after the request; once the reply is
+    /// in, the process has a short grace to exit, then it and whatever it started are killed
+    /// and reaped before returning (never waiting for a descendant that holds the pipes).
     nlohmann::json exchange(const nlohmann::json& request, const WorkerLimits& limits,
         const std::atomic<bool>* cancel, bool last);
 
@@ -70,6 +85,8 @@ public:
 
 private:
     void reap(); // closes the pipes, waits for the process, kills what is left of its group
+    void terminate(); // SIGKILLs the process, its group and every descendant that left it
+    bool exited(); // the process ended (it stays a zombie until reap(), so its pid is not reused)
 
     pid_t m_pid = -1;
     int m_in = -1, m_out = -1, m_err = -1;

@@ -10,7 +10,7 @@
 /// The JSON-lines protocol between the engine's executors and hone-worker (docs/FORMATS.md).
 namespace hone::core::protocol {
 
-constexpr int kVersion = 1;
+constexpr int kVersion = 2;
 
 enum class FailureKind {
     BadCandidate,   // no hone_run, refused flags, forbidden construct

@@ -364,7 +364,7 @@ private slots:
             QSKIP(qPrintable(why));
         core::Store store(m_tmp.path().toStdString() + "/ssh.db");
         backends::RemoteExecutor exec(sshTarget(2));
-        QCOMPARE(exec.hello().value("protocol", 0), 1);
+        QCOMPARE(exec.hello().value("protocol", 0), core::protocol::kVersion);
         core::Report r = search(exec, store, 6, 2);
         QCOMPARE(r.progress.evaluations, 6);
         QCOMPARE(r.progress.failures, 0);
@@ -416,8 +416,10 @@ private slots:
         // Two local workers that report different devices: a fake one stands in for another machine.
         QTemporaryDir dir;
         const std::string fake = dir.path().toStdString() + "/other-device-worker";
+        // It echoes the request's secret, as every worker must.
         std::ofstream(fake) << "#!/bin/sh\nread -r line\n"
-                               "echo '{\"protocol\":1,\"type\":\"hello\",\"id\":\"hello\",\"devices\":"
+                               "secret=$(printf '%s' \"$line\" | sed -n 's/.*\"secret\":\"\\([0-9a-f]*\\)\".*/\\1/p')\n"
+                               "echo '{\"protocol\":2,\"type\":\"hello\",\"id\":\"hello\",\"secret\":\"'\"$secret\"'\",\"devices\":"
                                "[{\"kind\":\"cpu\",\"name\":\"Other CPU\",\"cores\":64}]}'\n";
         std::filesystem::permissions(fake, std::filesystem::perms::owner_all);
         backends::RemoteExecutorConfig a = sshTarget(1), b = sshTarget(1);
@@ -613,7 +615,7 @@ private slots:
         c.extraArgs = {"-p", "1"}; // nothing listens on port 1
         c.retries = 1;
         backends::RemoteExecutor exec(c);
-        nlohmann::json req = {{"protocol", 1}, {"type", "hello"}, {"id", "h"}};
+        nlohmann::json req = {{"protocol", core::protocol::kVersion}, {"type", "hello"}, {"id", "h"}};
         nlohmann::json r = exec.request(req, c.limits);
         QCOMPARE(r.value("status", std::string()), std::string("failed"));
         QCOMPARE(r["failure"].value("kind", std::string()), std::string("worker_error"));
@@ -647,12 +649,12 @@ private slots:
         }
         QCOMPARE(rows.size(), size_t(2));
         QCOMPARE(rows["good"]["ok"].get<bool>(), true);
-        QCOMPARE(rows["good"]["protocol"].get<int>(), 1);
+        QCOMPARE(rows["good"]["protocol"].get<int>(), core::protocol::kVersion);
         QVERIFY(!rows["good"]["devices"].empty());
         QVERIFY(rows["good"]["latency_ms"].get<double>() > 0);
         QCOMPARE(rows["future"]["ok"].get<bool>(), false);
         const std::string err = rows["future"]["error"];
-        QVERIFY2(err.find("worker speaks version 99, this hone speaks version 1") != std::string::npos, err.c_str());
+        QVERIFY2(err.find("worker speaks version 99, this hone speaks version 2") != std::string::npos, err.c_str());
     }
 
     void versionMismatchNamesBothVersions()
@@ -670,7 +672,7 @@ private slots:
             } catch (const std::exception& e) {
                 const std::string msg = e.what();
                 QVERIFY2(msg.find("worker speaks version 99") != std::string::npos, e.what());
-                QVERIFY2(msg.find("this hone speaks version 1") != std::string::npos, e.what());
+                QVERIFY2(msg.find("this hone speaks version 2") != std::string::npos, e.what());
                 QVERIFY2(msg.find("loopback-ssh") != std::string::npos, e.what());
             }
             QCOMPARE(exec.consecutiveInfraFailures(), 0); // not retried: another worker, not a lost one
@@ -997,7 +999,7 @@ private slots:
             m_tmp.path().toStdString() + "/deploy-cache", 1500000);
         QVERIFY2(r.code == 0, (r.out + r.err).c_str());
         const std::string installed = prefix + "/bin/hone-worker";
-        QVERIFY2(r.out.find("protocol 1 (this hone speaks 1), worker ") != std::string::npos, r.out.c_str());
+        QVERIFY2(r.out.find("protocol 2 (this hone speaks 2), worker ") != std::string::npos, r.out.c_str());
         QVERIFY2(r.out.find("set worker = \"" + installed + "\" in [targets.box] of " + file) != std::string::npos,
             r.out.c_str());
         for (const char* step : {"probe: ", "upload: ", "build: ", "check: ", "install: "})
@@ -1012,7 +1014,7 @@ private slots:
         c.workerPath = installed;
         c.persistent = true;
         backends::RemoteExecutor exec(c);
-        QCOMPARE(exec.hello().value("protocol", 0), 1);
+        QCOMPARE(exec.hello().value("protocol", 0), core::protocol::kVersion);
         core::Report rep = search(exec, store, 4, 1);
         QCOMPARE(rep.progress.evaluations, 4);
         QCOMPARE(rep.progress.failures, 0);
@@ -1039,8 +1041,8 @@ private slots:
         }
         std::ifstream in(src + "/core/protocol.h");
         std::string header((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-        const std::string from = "constexpr int kVersion = 1;";
-        QVERIFY2(header.find(from) != std::string::npos, "core/protocol.h has no 'constexpr int kVersion = 1;'");
+        const std::string from = "constexpr int kVersion = 2;";
+        QVERIFY2(header.find(from) != std::string::npos, "core/protocol.h has no 'constexpr int kVersion = 2;'");
         header.replace(header.find(from), from.size(), "constexpr int kVersion = 99;");
         std::ofstream(src + "/core/protocol.h") << header;
 
@@ -1056,7 +1058,7 @@ private slots:
             m_tmp.path().toStdString() + "/deploy-cache", 1500000);
         QCOMPARE(r.code, 4); // ExitCode::Environment
         QVERIFY2(r.err.find("deploy to target 'cluster' failed at step 'check'") != std::string::npos, r.err.c_str());
-        QVERIFY2(r.err.find("the worker speaks version 99, this hone speaks version 1") != std::string::npos,
+        QVERIFY2(r.err.find("the worker speaks version 99, this hone speaks version 2") != std::string::npos,
             r.err.c_str());
         QVERIFY2(r.err.find("nothing was installed") != std::string::npos, r.err.c_str());
         QVERIFY2(r.out.find("build: cmake on slurm") != std::string::npos, r.out.c_str());

@@ -178,7 +178,7 @@ private slots:
         r = hone({ "resume", QString::number(session), "--spool", spool });
         QCOMPARE(r.exitCode, 6); // ExitCode::Pending
         QVERIFY2(r.err.find("replies.jsonl:1: not a worker message") != std::string::npos, r.err.c_str());
-        QVERIFY2(r.err.find("replies.jsonl:2: the worker speaks protocol version 99, this hone speaks version 1")
+        QVERIFY2(r.err.find("replies.jsonl:2: the worker speaks protocol version 99, this hone speaks version 2")
                 != std::string::npos,
             r.err.c_str());
         QCOMPARE(store.evaluations(session).size(), results.size() - 2);

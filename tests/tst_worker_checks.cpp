@@ -90,7 +90,7 @@ json evalRequest(const std::string& id, const json& cand, bool time, const json&
         { "check", json::array({ shape("small[0]", 1000), shape("small[1]", 17) }) },
         { "bench", json::array({ shape("bench[0]", 1 << 20) }) } };
     json stages = time ? json::array({ "compile", "check", "time" }) : json::array({ "compile", "check" });
-    return json { { "protocol", 1 }, { "type", "eval" }, { "id", id }, { "problem", problem },
+    return json { { "protocol", protocol::kVersion }, { "type", "eval" }, { "id", id }, { "problem", problem },
         { "candidate", cand }, { "baseline", baseline }, { "stages", stages },
         { "config", { { "seeds", { 1, 2, 3 } }, { "samples", 20 }, { "warmup", 2 }, { "timing_shape", 0 } } },
         { "limits", { { "compile_s", 120 }, { "run_s", 60 } } } };
@@ -191,7 +191,7 @@ private slots:
         p.start(m_worker, { "--version" });
         QVERIFY(p.waitForFinished(10000));
         QCOMPARE(p.exitCode(), 0);
-        QCOMPARE(p.readAllStandardOutput().trimmed(), QByteArray("hone-worker 0.1.0 protocol 1"));
+        QCOMPARE(p.readAllStandardOutput().trimmed(), QByteArray("hone-worker 0.1.0 protocol 2"));
 
         p.start(m_worker, { "--stdio", "--frobnicate" });
         QVERIFY(p.waitForFinished(10000));
@@ -205,7 +205,7 @@ private slots:
 
     void hello()
     {
-        const Session s = talk({ R"({"protocol":1,"type":"hello","id":"h1"})" });
+        const Session s = talk({ R"({"protocol":2,"type":"hello","id":"h1"})" });
         QVERIFY2(s.badLines.isEmpty(), qPrintable(s.badLines.join('\n')));
         QCOMPARE(s.exitCode, 0);
         const auto hellos = s.ofType("hello");
@@ -225,8 +225,8 @@ private slots:
     void malformedRequestsKeepServing()
     {
         const Session s = talk({ "this is not json", R"({"protocol":7,"type":"hello","id":"v7"})",
-            R"({"protocol":1,"type":"dance","id":"d1"})", R"({"protocol":1,"type":"eval","id":"e1"})",
-            R"({"protocol":1,"type":"hello","id":"h2"})" });
+            R"({"protocol":2,"type":"dance","id":"d1"})", R"({"protocol":2,"type":"eval","id":"e1"})",
+            R"({"protocol":2,"type":"hello","id":"h2"})" });
         QVERIFY2(s.badLines.isEmpty(), qPrintable(s.badLines.join('\n')));
         const auto results = s.ofType("result");
         QCOMPARE(results.size(), size_t(4));
@@ -249,7 +249,7 @@ private slots:
     void calibrate()
     {
         QTemporaryDir cache;
-        const std::string req = R"({"protocol":1,"type":"calibrate","id":"c1"})";
+        const std::string req = R"({"protocol":2,"type":"calibrate","id":"c1"})";
         const Session first = talk({ req, req }, cache.path());
         QVERIFY2(first.badLines.isEmpty(), qPrintable(first.badLines.join('\n')));
         const auto replies = first.ofType("ceilings");
@@ -678,7 +678,7 @@ private slots:
     /// The sandbox: no network, no files of the host, no environment, no survivors.
     void candidatesAreSandboxed()
     {
-        const Session hello = talk({ R"({"protocol":1,"type":"hello","id":"sb"})" });
+        const Session hello = talk({ R"({"protocol":2,"type":"hello","id":"sb"})" });
         QCOMPARE(hello.ofType("hello").size(), size_t(1));
         const json sandbox = hello.ofType("hello").front()["sandbox"];
         if (!sandbox.value("enabled", false))
@@ -744,7 +744,7 @@ private slots:
             = "    (void)x; (void)n; (void)b;\n    y[0] = *static_cast<volatile float*>(nullptr);\n"
               "    return 0;\n";
         const Session s = talk({ evalRequest("crash", source("crash.cpp", candidate(body)), false).dump(),
-            json { { "protocol", 1 }, { "type", "hello" }, { "id", "after" } }.dump() });
+            json { { "protocol", 2 }, { "type", "hello" }, { "id", "after" } }.dump() });
         QVERIFY2(s.badLines.isEmpty(), qPrintable(s.badLines.join('\n')));
         QCOMPARE(s.exitStatus, QProcess::NormalExit);
         QCOMPARE(s.exitCode, 0);

@@ -1,9 +1,12 @@
 #include "channel.h"
 
+#include "process_tree.h"
+
 #include "core/protocol.h"
 
 #include <fcntl.h>
 #include <signal.h>
+#include <sys/prctl.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -19,7 +22,7 @@ namespace {
 // request and stage, then dies of the same signal so the executor sees both. The handler may
 // only use async-signal-safe calls, so the line is prepared whenever the stage changes.
 constexpr size_t kCrashLineMax = 4096;
-char g_crashPrefix[kCrashLineMax]; // `{"protocol":1,...,"detail":"fatal signal `
+char g_crashPrefix[kCrashLineMax]; // `{"protocol":2,...,"secret":...,"detail":"fatal signal `
 volatile sig_atomic_t g_crashPrefixLen = 0; // 0: no request in flight
 int g_crashFd = -1;
 constexpr int kFatalSignals[] = { SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT };
@@ -82,13 +85,16 @@ void installCrashHandlers(int fd)
         ::sigaction(sig, &sa, nullptr);
 }
 
-void setCrashContext(const std::string& id, const std::string& stage)
+void setCrashContext(const std::string& id, const std::string& secret, const std::string& stage)
 {
     const auto quoted = [](const std::string& s) {
         return nlohmann::json(s).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
     };
+    // Stamped like every other message of the request, or the executor would take the report
+    // for a forgery.
     const std::string text = "{\"protocol\":" + std::to_string(core::protocol::kVersion)
-        + ",\"type\":\"progress\",\"id\":" + quoted(id) + ",\"stage\":" + quoted(stage)
+        + ",\"type\":\"progress\",\"id\":" + quoted(id)
+        + (secret.empty() ? std::string() : ",\"secret\":" + quoted(secret)) + ",\"stage\":" + quoted(stage)
         + ",\"detail\":\"fatal signal ";
     g_crashPrefixLen = 0;
     if (text.size() >= kCrashLineMax)
@@ -114,7 +120,11 @@ ProtocolChannel ProtocolChannel::takeOverStdio()
     if (::dup2(2, 1) < 0)
         throw std::runtime_error(std::string("cannot point stdout at stderr: ") + std::strerror(errno));
     installCrashHandlers(outFd);
-    return ProtocolChannel(inFd, outFd);
+    ProtocolChannel channel(inFd, outFd);
+    // Orphans of what this worker starts (a candidate's child that called setsid() and whose
+    // parent exited) become our children instead of init's, so endStrays() still finds them.
+    channel.m_ownsChildren = ::prctl(PR_SET_CHILD_SUBREAPER, 1) == 0;
+    return channel;
 }
 
 ProtocolChannel ProtocolChannel::toStderr()
@@ -153,17 +163,60 @@ bool ProtocolChannel::readLine(std::string& line)
     }
 }
 
+void ProtocolChannel::beginRequest(const nlohmann::json& request)
+{
+    m_inRequest = true;
+    m_id.clear();
+    m_secret.clear();
+    if (!request.is_object())
+        return;
+    if (auto id = request.find("id"); id != request.end()) {
+        if (id->is_string())
+            m_id = id->get<std::string>();
+        else if (id->is_number_integer())
+            m_id = std::to_string(id->get<int64_t>());
+    }
+    if (auto secret = request.find("secret"); secret != request.end() && secret->is_string())
+        m_secret = secret->get<std::string>();
+}
+
+void ProtocolChannel::endStrays() const
+{
+    if (!m_ownsChildren)
+        return;
+    // Nothing this worker started itself runs between a request's last message and the next
+    // request: whatever is left (a candidate's detached child, its setsid() escapee) is the
+    // candidate's, and must not outlive its evaluation.
+    killDescendants(::getpid());
+    reapZombieChildren();
+}
+
 void ProtocolChannel::send(const nlohmann::json& message)
 {
+    const bool reply = message.value("type", std::string()) != "progress";
+    if (reply)
+        endStrays();
+    nlohmann::json stamped = message;
+    if (m_inRequest) {
+        stamped["id"] = m_id;
+        if (!m_secret.empty())
+            stamped["secret"] = m_secret;
+    }
+    if (reply) {
+        // A request has exactly one reply: nothing after it speaks for the request.
+        m_inRequest = false;
+        m_id.clear();
+        m_secret.clear();
+    }
     // Invalid UTF-8 (from compiler logs or candidate names) is replaced, never fatal.
-    std::string text = message.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+    std::string text = stamped.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
     text += '\n';
     writeAll(m_outFd, text.data(), text.size());
 }
 
 void ProtocolChannel::progress(const std::string& id, const std::string& stage, const std::string& detail)
 {
-    setCrashContext(id, stage);
+    setCrashContext(m_inRequest ? m_id : id, m_secret, stage);
     nlohmann::json msg = core::protocol::makeMessage("progress");
     msg["id"] = id;
     msg["stage"] = stage;
@@ -174,6 +227,9 @@ void ProtocolChannel::progress(const std::string& id, const std::string& stage, 
 void ProtocolChannel::clearContext()
 {
     g_crashPrefixLen = 0;
+    // The id and secret stay until the reply has gone out (send() forgets them then): the
+    // evaluator clears its context before its result is sent.
+    endStrays();
 }
 
 } // namespace hone::backends

@@ -81,6 +81,7 @@ private:
     bool handle(const std::string& line)
     {
         const nlohmann::json request = nlohmann::json::parse(line, nullptr, /*allow_exceptions=*/false);
+        m_channel.beginRequest(request); // every reply to it carries its id and secret
         std::string preview = line.substr(0, 80);
         for (char& c : preview)
             if (static_cast<unsigned char>(c) < 0x20)

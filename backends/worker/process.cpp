@@ -5,6 +5,7 @@
 #include <signal.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <sys/prctl.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -69,6 +70,7 @@ ProcessResult runProcess(const std::vector<std::string>& argv, const std::string
         return result;
     }
     const auto start = std::chrono::steady_clock::now();
+    const pid_t parent = ::getpid();
     const pid_t pid = ::fork();
     if (pid < 0) {
         result.error = std::string("fork: ") + std::strerror(errno);
@@ -77,7 +79,12 @@ ProcessResult runProcess(const std::vector<std::string>& argv, const std::string
         return result;
     }
     if (pid == 0) {
+        // Its own group, so that a timeout ends the compiler's children too; and it dies with
+        // the worker, whose group kill it left (the executor also ends the worker's whole tree).
         ::setpgid(0, 0);
+        ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+        if (::getppid() != parent)
+            ::_exit(127); // the worker died before the line above
         ::signal(SIGPIPE, SIG_DFL);
         if (dir && ::chdir(dir) != 0)
             ::_exit(126);
