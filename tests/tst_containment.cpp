@@ -191,10 +191,15 @@ private:
     QTemporaryDir m_tmp;
     std::string m_worker;
 
-    backends::WorkerCommand workerCommand() const
+    /// The real worker. `sandboxed = false` tests the defences that hold without bubblewrap
+    /// (the candidate can then write the pid files these tests read); the sandbox itself is
+    /// tested by tst_worker_checks::candidatesAreSandboxed.
+    backends::WorkerCommand workerCommand(bool sandboxed = true) const
     {
         backends::WorkerCommand cmd;
         cmd.argv = {m_worker, "--stdio", "--cache-dir", m_tmp.path().toStdString() + "/cache"};
+        if (!sandboxed)
+            cmd.argv.push_back("--no-sandbox");
         return cmd;
     }
 
@@ -361,7 +366,7 @@ private slots:
     {
         const fs::path dir = scratch("holder");
         const json req = evalRequest("c-holder", "setsid_holder.cpp", 30, 300);
-        const Outcome o = runBounded(workerCommand(), req, limits(30, 300), 150);
+        const Outcome o = runBounded(workerCommand(false), req, limits(30, 300), 150);
         QVERIFY2(o.finished, "a setsid() child holding the pipes held the evaluation");
         QCOMPARE(o.reply.value("type", std::string()), std::string("result"));
         QVERIFY2(failureKind(o.reply) != "timeout", o.reply.dump().c_str());
@@ -376,7 +381,7 @@ private slots:
     {
         const fs::path dir = scratch("late");
         const json req = evalRequest("c-late", "late_marker.cpp", 30, 300);
-        const Outcome o = runBounded(workerCommand(), req, limits(30, 300), 150);
+        const Outcome o = runBounded(workerCommand(false), req, limits(30, 300), 150);
         QVERIFY2(o.finished, "the exchange did not return");
         QCOMPARE(o.reply.value("type", std::string()), std::string("result"));
         const pid_t late = readPid(dir / "late.pid", 5);

@@ -125,12 +125,42 @@ private slots:
             core::SteeringCommand c;
             c.kind = core::SteeringCommand::Kind::ManualChild;
             c.node = node;
-            for (auto it = data.node(node)->knobs.begin(); it != data.node(node)->knobs.end(); ++it)
+            const views::NodeInfo& at = *data.node(node);
+            for (auto it = at.knobs.begin(); it != at.knobs.end(); ++it)
                 c.knobs[it.key()] = it->get<std::string>();
-            const bool four = c.knobs["UNROLL"] == "4";
-            c.knobs["UNROLL"] = four ? std::string("2") : std::string("4"); // the engineer's own choice
-            c.flags = data.node(node)->flags.toStdString();
-            return std::optional<core::SteeringCommand>(c);
+            c.flags = at.flags.toStdString();
+            // The engineer's own choice: one knob of the node changed to a setting (admissible
+            // under tuned.cpp's require lines) that the search has not tried yet, whatever
+            // the search happened to try before the pause.
+            auto tried = [&](const std::map<std::string, std::string>& knobs) {
+                for (const auto& n : data.nodes()) {
+                    if (n.sourceHash != at.sourceHash || n.flags != at.flags)
+                        continue;
+                    std::map<std::string, std::string> k;
+                    for (auto it = n.knobs.begin(); it != n.knobs.end(); ++it)
+                        k[it.key()] = it->get<std::string>();
+                    if (k == knobs)
+                        return true;
+                }
+                return false;
+            };
+            const std::vector<std::pair<std::string, std::vector<std::string>>> choices = { { "UNROLL", { "4", "2", "1" } },
+                { "ROWS_PER_TASK", { "64", "8", "1" } }, { "EXP", { "1", "0" } }, { "THREADS", { "2", "1" } },
+                { "VEC", { "8", "16", "1" } } };
+            const std::map<std::string, std::string> base(c.knobs.begin(), c.knobs.end());
+            for (const auto& [knob, values] : choices)
+                for (const auto& v : values) {
+                    std::map<std::string, std::string> k = base;
+                    if (!k.count(knob) || k[knob] == v)
+                        continue;
+                    k[knob] = v;
+                    if (std::stoi(k["VEC"]) * std::stoi(k["UNROLL"]) > 32 || tried(k))
+                        continue;
+                    for (const auto& [name, value] : k)
+                        c.knobs[name] = value;
+                    return std::optional<core::SteeringCommand>(c);
+                }
+            return std::optional<core::SteeringCommand>();
         });
         {
             QMenu menu;

@@ -623,6 +623,17 @@ private slots:
                "    for (int64_t i = 0; i < n; ++i)\n        y[i] = g_memo[size_t(i)] = 2.0f * x[i] + b;\n"
                "    return 0;\n"
             << QStringList { "wrong_result" } << "time" << "timed call";
+        // Finds the socket to the worker and answers for the runner, at once and with 1 ns,
+        // before it computes: a forged reply, out of step with the requests.
+        QTest::addRow("forges a quick reply")
+            << "#include <sys/socket.h>\n"
+               "struct Forged { int32_t status; int32_t rc; double ns; uint64_t nonce; };\n" + count
+            << "    if (++g_calls > 6)\n"
+               "        for (int fd = 3; fd < 64; ++fd) {\n"
+               "            const Forged f { 0, 0, 1.0, uint64_t(g_calls) };\n"
+               "            (void)!send(fd, &f, sizeof f, MSG_NOSIGNAL);\n"
+               "        }\n" + correct
+            << QStringList { "protocol_error" } << "time" << "forged";
 #if defined(__x86_64__)
         // Rewrites libc's clock_gettime in its own process so that every call seems to take 1 us.
         QTest::addRow("patches the clock")

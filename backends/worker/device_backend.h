@@ -32,6 +32,13 @@ public:
     using std::runtime_error::runtime_error;
 };
 
+/// The process that ran a candidate's code sent something other than the one reply to the
+/// request at hand: forged, or out of step.
+class RunnerForged : public std::runtime_error {
+public:
+    using std::runtime_error::runtime_error;
+};
+
 /// A loaded translation unit's hone_run, callable with buffers of the backend that loaded it.
 class LoadedKernel {
 public:
@@ -117,6 +124,10 @@ public:
         (void)request;
         return nullptr;
     }
+
+    /// Whether checking the outputs of every timed call costs little next to the call (host
+    /// memory): then the evaluator verifies all of them, not a random subset.
+    virtual bool verifiesEveryTimedCall() const { return false; }
 
     /// After timing: empty when the clock `kernel` was timed with agrees with a clock the
     /// candidate cannot touch, else why not (the candidate then fails as suspicious).

@@ -141,6 +141,9 @@ int guardedRun(
     } catch (const std::bad_alloc&) {
         throw EvalFailure { isReference ? FailureKind::WorkerError : FailureKind::MemoryLimit, stage,
             who + " ran out of memory (std::bad_alloc) on " + where };
+    } catch (const RunnerForged& e) {
+        throw EvalFailure { isReference ? FailureKind::WorkerError : FailureKind::ProtocolError, stage,
+            who + " on " + where + ": " + e.what() };
     } catch (const RunnerDied& e) {
         throw EvalFailure { isReference ? FailureKind::WorkerError : FailureKind::Crash, stage,
             who + " on " + where + ": " + e.what() };
@@ -565,8 +568,9 @@ nlohmann::json Evaluator::timeCandidate(const ShapeSpec& shape, LoadedKernel& ca
             b = sample(*baseline, baseArgs[set], true, workingSet);
         if (!candidateFirst)
             c = sample(candidate, candArgs[set], false, workingSet);
-        // About one timed call in six is verified against the reference, and always the last.
-        if (rng() % 6 == 0 || i + 1 == req.samples)
+        // Timed calls are verified against the reference: every one where that is cheap (host
+        // memory), else about one in six, and always the last.
+        if (m_device.verifiesEveryTimedCall() || rng() % 6 == 0 || i + 1 == req.samples)
             verify(set, i + 1);
         cand.push_back(c);
         if (baseline) {
@@ -587,8 +591,15 @@ nlohmann::json Evaluator::timeCandidate(const ShapeSpec& shape, LoadedKernel& ca
                             + shape.inputs[i].name + "' (input set seed " + std::to_string(seeds[s])
                             + ") during timing; inputs are read-only" };
             }
-    if (const std::string why = m_device.clockDisagreement(candidate); !why.empty())
-        throw EvalFailure { FailureKind::Suspicious, "time", why };
+    std::string clockWhy;
+    guardedRun(
+        [&] {
+            clockWhy = m_device.clockDisagreement(candidate);
+            return 0;
+        },
+        false, m_stage, shape.label);
+    if (!clockWhy.empty())
+        throw EvalFailure { FailureKind::Suspicious, "time", clockWhy };
 
     // Launch geometry and occupancy: one captured (not executed) call of the candidate.
     try {

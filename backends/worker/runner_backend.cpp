@@ -10,6 +10,7 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <poll.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -20,6 +21,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <new>
+#include <random>
 #include <stdexcept>
 
 namespace hone::backends {
@@ -281,7 +283,7 @@ public:
         std::string message;
         const double cpuBefore = timed ? mainThreadCpuNs(m_runnerPid) : -1;
         const auto start = Clock::now();
-        const Reply rep = exchange(Request { Op::Run, 0, 0, timed ? 1u : 0u }, runner::encodeCall(call), -1, message);
+        const Reply rep = exchange(Request { Op::Run, 0, 0, timed ? 1u : 0u, 0 }, runner::encodeCall(call), -1, message);
         const double wall = std::chrono::duration<double, std::nano>(Clock::now() - start).count();
         const double cpuAfter = timed ? mainThreadCpuNs(m_runnerPid) : -1;
         if (rep.status == Status::OutOfMemory)
@@ -299,16 +301,24 @@ public:
         std::string message;
         for (int i = 0; i < 9; ++i) {
             const auto start = Clock::now();
-            exchange(Request { Op::Ping, 0, 0, 0 }, {}, -1, message);
+            exchange(Request { Op::Ping, 0, 0, 0, 0 }, {}, -1, message);
             m_pings.push_back(std::chrono::duration<double, std::nano>(Clock::now() - start).count());
         }
         std::sort(m_pings.begin(), m_pings.end());
     }
 
-    Reply exchange(const Request& req, const std::vector<char>& payload, int fd, std::string& message)
+    Reply exchange(Request req, const std::vector<char>& payload, int fd, std::string& message)
     {
         if (m_dead)
             throw RunnerDied(m_deathMessage);
+        if (m_forged)
+            throw RunnerForged(m_forgedMessage);
+        // Exactly one reply per request: anything waiting before we ask was sent by nobody we
+        // asked (a candidate that found the socket).
+        pollfd pending { m_sock, POLLIN, 0 };
+        if (::poll(&pending, 1, 0) > 0 && (pending.revents & POLLIN))
+            forged("its process sent a message nobody asked for");
+        req.nonce = m_rng();
         Reply rep {};
         std::vector<char> text;
         bool answered = false;
@@ -320,8 +330,18 @@ public:
         }
         if (!answered)
             died();
+        if (rep.nonce != req.nonce || static_cast<uint32_t>(rep.status) > static_cast<uint32_t>(Status::OutOfMemory)
+            || text.size() > 64 * 1024)
+            forged("its process answered with a message that is not the reply to this request");
         message.assign(text.begin(), text.end());
         return rep;
+    }
+
+    /// True when a message is waiting that nobody asked for (checked at the end of timing).
+    bool unsolicited()
+    {
+        pollfd pending { m_sock, POLLIN, 0 };
+        return !m_dead && ::poll(&pending, 1, 0) > 0 && (pending.revents & POLLIN);
     }
 
     void forget(uint64_t id) noexcept
@@ -330,7 +350,7 @@ public:
             return;
         try {
             std::string message;
-            exchange(Request { Op::Unmap, 0, id, 0 }, {}, -1, message);
+            exchange(Request { Op::Unmap, 0, id, 0, 0 }, {}, -1, message);
         } catch (...) {
         }
     }
@@ -372,6 +392,13 @@ public:
     void locateRunner(bool sandboxed) { m_runnerPid = findRunner(m_pid, sandboxed); }
 
 private:
+    [[noreturn]] void forged(const std::string& what)
+    {
+        m_forged = true;
+        m_forgedMessage = what + ": forged or out of step; the candidate's calls cannot be trusted";
+        throw RunnerForged(m_forgedMessage);
+    }
+
     [[noreturn]] void died()
     {
         m_dead = true;
@@ -399,7 +426,7 @@ private:
         if (m_mapped.count(buf.id))
             return;
         std::string message;
-        const Reply rep = exchange(Request { Op::Map, 0, buf.id, buf.bytes }, {}, buf.fd, message);
+        const Reply rep = exchange(Request { Op::Map, 0, buf.id, buf.bytes, 0 }, {}, buf.fd, message);
         if (rep.status == Status::OutOfMemory)
             throw std::bad_alloc();
         if (rep.status != Status::Ok)
@@ -412,6 +439,9 @@ private:
     int m_sock;
     bool m_dead = false;
     std::string m_deathMessage;
+    bool m_forged = false;
+    std::string m_forgedMessage;
+    std::mt19937_64 m_rng { std::random_device {}() };
     std::set<uint64_t> m_mapped;
     struct TimedCall {
         double reported; // the runner's clock
@@ -475,9 +505,12 @@ std::unique_ptr<LoadedKernel> RunnerBackend::load(const CompileOutput& object, s
     const std::string& path = object.objectPath;
     Reply rep;
     try {
-        rep = kernel->exchange(Request { Op::Load, 0, 0, 0 }, std::vector<char>(path.begin(), path.end()), -1, message);
+        rep = kernel->exchange(Request { Op::Load, 0, 0, 0, 0 }, std::vector<char>(path.begin(), path.end()), -1, message);
     } catch (const RunnerDied& e) {
         error = std::string("cannot load the compiled object: ") + e.what();
+        return nullptr;
+    } catch (const RunnerForged& e) {
+        error = std::string("loading the compiled object: ") + e.what();
         return nullptr;
     }
     if (rep.status == Status::MissingEntry) {
@@ -556,7 +589,11 @@ double RunnerBackend::timedRun(LoadedKernel& kernel, const hone_args& args, int&
 
 std::string RunnerBackend::clockDisagreement(LoadedKernel& kernel)
 {
-    return static_cast<RunnerKernel&>(kernel).clockDisagreement();
+    auto& k = static_cast<RunnerKernel&>(kernel);
+    if (k.unsolicited())
+        throw RunnerForged("its process sent a message nobody asked for: forged or out of step; the candidate's "
+                           "calls cannot be trusted");
+    return k.clockDisagreement();
 }
 
 nlohmann::json RunnerBackend::timingInfo()

@@ -62,6 +62,7 @@ public:
     nlohmann::json timingInfo() override;
     core::Ceilings ceilings(bool force, bool* cached) override { return m_inner.ceilings(force, cached); }
     std::string clockDisagreement(LoadedKernel& kernel) override;
+    bool verifiesEveryTimedCall() const override { return true; }
 
 private:
     friend class RunnerKernel;

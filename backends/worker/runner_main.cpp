@@ -112,7 +112,7 @@ public:
                 std::fprintf(stderr, "hone-worker --runner: %s\n", e.what());
                 return 3;
             }
-            Reply rep { Status::Ok, 0, 0 };
+            Reply rep { Status::Ok, 0, 0, req.nonce };
             std::string message;
             try {
                 handle(req, payload, fd, rep, message);

@@ -27,6 +27,7 @@ struct Request {
     uint32_t reserved;
     uint64_t id;
     uint64_t arg;
+    uint64_t nonce; // fresh per request; the reply must carry it back
 };
 
 enum class Status : int32_t {
@@ -40,8 +41,9 @@ enum class Status : int32_t {
 
 struct Reply {
     Status status;
-    int32_t rc;  // hone_run's return value
-    double ns;   // the runner's own clock around hone_run (timed calls)
+    int32_t rc;     // hone_run's return value
+    double ns;      // the runner's own clock around hone_run (timed calls)
+    uint64_t nonce; // the request's
 };
 
 constexpr size_t kMaxPacket = 1 << 20;
