@@ -353,6 +353,10 @@ private slots:
             return r;
         });
         core::Report r = rig.run(model, rig.options(5));
+        for (const auto& e : rig.store->evaluations(rig.session))
+            if (e.status != "ok") // say why, when the seed itself did not pass
+                qWarning("evaluation of node %lld: %s: %s", static_cast<long long>(e.nodeId), e.failureKind.c_str(),
+                    e.failureMessage.c_str());
         QCOMPARE(r.error,
             std::string(
                 "openai endpoint http://x/v1/chat/completions refused the key (HTTP 401: invalid_api_key)"));
@@ -384,6 +388,9 @@ private slots:
         cfg.maxConsecutiveErrors = 2;
         core::Report r = rig.run(model, rig.options(10), cfg);
         auto evals = evaluationsOf(*rig.store, rig.session);
+        for (size_t i = 0; i < evals.size(); ++i)
+            qInfo("evaluation %zu: %s %s: %s", i, evals[i].status.c_str(), evals[i].failureKind.c_str(),
+                evals[i].failureMessage.c_str());
         QCOMPARE(evals[2].failureKind, std::string("llm_error"));
         QCOMPARE(evals[2].failureMessage,
             std::string("the model call failed: HTTP 503 (gave up after 4 attempts)"));
