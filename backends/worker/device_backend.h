@@ -125,8 +125,8 @@ public:
         return nullptr;
     }
 
-    /// Whether checking the outputs of every timed call costs little next to the call (host
-    /// memory): then the evaluator verifies all of them, not a random subset.
+    /// Whether checking the outputs of a timed call costs little next to the call (host
+    /// memory): then the evaluator verifies a larger random share of them.
     virtual bool verifiesEveryTimedCall() const { return false; }
 
     /// After timing: empty when the clock `kernel` was timed with agrees with a clock the
