@@ -116,7 +116,7 @@ fs::path toolkitRoot(const std::string& program)
 /// The compile inside bubblewrap: no network, a clean environment, the system (with
 /// /usr/local and its CUDA toolkit) read-only, the include folder read-only, the build folder
 /// (the source and, once written, the object) writable and current, a private /tmp. The host's
-/// home, store and the rest of the cache do not exist in there, so `#include "/etc/passwd"` or
+/// home, store and the rest of the cache do not exist in there, so an include of /etc/passwd or
 /// a path under $HOME finds nothing to echo into the log.
 std::vector<std::string> sandboxedCompile(const std::string& bwrap, const std::vector<std::string>& argv,
     const fs::path& buildDir, const fs::path& includeDir)
