@@ -7,6 +7,7 @@
 #include <QProcess>
 #include <QTcpServer>
 #include <QTemporaryDir>
+#include <QUuid>
 #include <QtTest>
 
 #include <nlohmann/json.hpp>
@@ -747,6 +748,65 @@ private slots:
             QTest::qWait(100);
         }
         QVERIFY(!survivor);
+    }
+
+    /// The compile is sandboxed too: a source that includes a file of the host (the password
+    /// file, a secret under $HOME or in /tmp outside the cache) fails to compile, and none of
+    /// the file's text reaches the result.
+    void compilesAreSandboxed()
+    {
+        const Session hello = talk({ R"({"protocol":2,"type":"hello","id":"sb"})" });
+        QCOMPARE(hello.ofType("hello").size(), size_t(1));
+        const json sandbox = hello.ofType("hello").front()["sandbox"];
+        if (!sandbox.value("enabled", false))
+            QSKIP(("no sandbox on this host: " + sandbox.value("reason", std::string("?"))).c_str());
+
+        QFile passwd("/etc/passwd");
+        QVERIFY(passwd.open(QIODevice::ReadOnly));
+        const std::string passwdLine = passwd.readLine().trimmed().toStdString();
+        QVERIFY(!passwdLine.empty());
+        QTemporaryDir home(QDir::homePath() + "/.hone-test-secret-XXXXXX");
+        QTemporaryDir tmp(QDir::tempPath() + "/hone-test-secret-XXXXXX");
+        QVERIFY(home.isValid() && tmp.isValid());
+        // Read as C++, each secret is an error that the compiler would quote with its line.
+        const std::string secret = "hone_secret_" + QUuid::createUuid().toString(QUuid::Id128).toStdString();
+        std::vector<std::pair<std::string, std::string>> secrets; // candidate name, included path
+        secrets.emplace_back("passwd.cpp", "/etc/passwd");
+        for (const QTemporaryDir* dir : { &home, &tmp }) {
+            const QString path = dir->filePath("key.h");
+            QFile f(path);
+            QVERIFY(f.open(QIODevice::WriteOnly));
+            f.write(QByteArray::fromStdString(secret + " = " + secret + ";\n"));
+            f.close();
+            secrets.emplace_back(dir == &home ? "home.cpp" : "tmp.cpp", path.toStdString());
+        }
+        auto requests = [&] {
+            std::vector<std::string> lines;
+            for (const auto& [name, path] : secrets) {
+                const std::string text = "#include \"" + path + "\"\n" + candidate(kCorrectBody);
+                lines.push_back(evalRequest(name, source(name, text), false).dump());
+            }
+            return lines;
+        };
+        const Session s = talk(requests());
+        const auto results = s.ofType("result");
+        QCOMPARE(results.size(), secrets.size());
+        for (const json& r : results) {
+            const std::string name = r["id"].get<std::string>();
+            const std::string text = r.dump();
+            QCOMPARE(r["status"].get<std::string>(), std::string("failed"));
+            QCOMPARE(r["failure"]["kind"].get<std::string>(), std::string("compile_error"));
+            const std::string message = r["failure"]["message"].get<std::string>();
+            QVERIFY2(message.find(name + ":1:10: fatal error:") != std::string::npos, message.c_str());
+            QVERIFY2(text.find(secret) == std::string::npos, text.c_str());
+            QVERIFY2(text.find(passwdLine) == std::string::npos, text.c_str());
+        }
+        // The probe itself works: unsandboxed, the same compile quotes the secret.
+        QProcessEnvironment env = QProcessEnvironment::systemEnvironment();
+        env.insert("HONE_NO_SANDBOX", "1");
+        const Session open = talk({ requests()[1] }, {}, 300000, env);
+        QCOMPARE(open.ofType("result").size(), size_t(1));
+        QVERIFY(open.ofType("result").front().dump().find(secret) != std::string::npos);
     }
 
     void crashNamesTheStage()

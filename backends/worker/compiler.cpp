@@ -4,8 +4,10 @@
 #include "core/utf8.h"
 #include "hone_embedded.h"
 #include "process.h"
+#include "sandbox.h"
 #include "system_info.h"
 
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cctype>
@@ -48,6 +50,12 @@ std::string sourceFileName(const std::string& name)
     return base;
 }
 
+bool isRegularFile(const fs::path& path)
+{
+    struct stat st {};
+    return ::lstat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode);
+}
+
 std::string join(const std::vector<std::string>& parts)
 {
     std::string out;
@@ -86,6 +94,53 @@ std::string plainQuotes(std::string text)
             text.replace(at, 3, "'");
     }
     return text;
+}
+
+/// Where the toolkit of a compiler outside /usr lives, to be bound read-only in the sandbox:
+/// `/opt/cuda` for /opt/cuda/bin/nvcc; only the program's own folder where its parent is / or
+/// the home directory. Empty for compilers under /usr, which the sandbox binds anyway.
+fs::path toolkitRoot(const std::string& program)
+{
+    std::error_code ec;
+    const fs::path real = fs::canonical(program, ec);
+    if (ec || real.string().rfind("/usr/", 0) == 0)
+        return {};
+    const fs::path dir = real.parent_path();
+    fs::path root = dir.filename() == "bin" ? dir.parent_path() : dir;
+    const char* home = std::getenv("HOME");
+    if (root == "/" || (home && *home && fs::equivalent(root, home, ec)))
+        root = dir;
+    return root;
+}
+
+/// The compile inside bubblewrap: no network, a clean environment, the system (with
+/// /usr/local and its CUDA toolkit) read-only, the include folder read-only, the build folder
+/// (the source and, once written, the object) writable and current, a private /tmp. The host's
+/// home, store and the rest of the cache do not exist in there, so an include of /etc/passwd or
+/// a path under $HOME finds nothing to echo into the log.
+std::vector<std::string> sandboxedCompile(const std::string& bwrap, const std::vector<std::string>& argv,
+    const fs::path& buildDir, const fs::path& includeDir)
+{
+    const std::string program = findExecutable(argv.front());
+    const fs::path toolkit = program.empty() ? fs::path() : toolkitRoot(program);
+    std::string path = "/usr/local/bin:/usr/bin:/bin";
+    if (!program.empty())
+        path = fs::path(program).parent_path().string() + ":" + path;
+    std::vector<std::pair<std::string, std::string>> env = { { "PATH", path }, { "TMPDIR", "/tmp" } };
+    for (const char* var : { "CUDA_HOME", "CUDA_PATH" })
+        if (const char* v = std::getenv(var); v && *v)
+            env.emplace_back(var, v);
+    // nvcc keeps its intermediates in /tmp: room for them, in memory.
+    std::vector<std::string> a = sandboxCommand(bwrap, env, 4ull << 30);
+    // `c++` and `cc` are symlinks through /etc/alternatives on Debian.
+    a.insert(a.end(), { "--ro-bind-try", "/etc/alternatives", "/etc/alternatives" });
+    if (!toolkit.empty())
+        a.insert(a.end(), { "--ro-bind", toolkit.string(), toolkit.string() });
+    a.insert(a.end(), { "--ro-bind-try", includeDir.string(), includeDir.string() });
+    a.insert(a.end(), { "--bind", buildDir.string(), buildDir.string(), "--chdir", buildDir.string() });
+    a.push_back(program.empty() ? argv.front() : program);
+    a.insert(a.end(), argv.begin() + 1, argv.end());
+    return a;
 }
 
 } // namespace
@@ -361,6 +416,9 @@ CompileOutput runCachedCompile(const CachedCompile& c)
     argv.insert(argv.end(), { "-o", (buildDir / "out.so").string(), c.sourceName });
     argv.insert(argv.end(), c.tail.begin(), c.tail.end());
 
+    const SandboxInfo& sandbox = sandboxInfo();
+    if (sandbox.enabled)
+        argv = sandboxedCompile(sandbox.bwrap, argv, buildDir, c.cacheDir / "include");
     const ProcessResult r = runProcess(argv, buildDir.string(), c.timeLimitSeconds);
     out.seconds = r.seconds;
     // Compilers echo the source's bytes and speak the locale's encoding: valid UTF-8 from here on,
@@ -371,6 +429,9 @@ CompileOutput runCachedCompile(const CachedCompile& c)
         out.toolError = r.error;
     } else if (r.timedOut) {
         out.timedOut = true;
+    } else if (r.exitCode == 0 && !isRegularFile(buildDir / "out.so")) {
+        // Written inside the sandbox: a symlink or a fifo put there is not an object.
+        out.toolError = "the compiler left no object file (" + (buildDir / "out.so").string() + ")";
     } else if (r.exitCode == 0) {
         // The log first: a worker that finds the object also finds its warnings.
         try {

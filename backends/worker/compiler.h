@@ -92,7 +92,9 @@ private:
 /// One compile into the content-addressed object cache, shared by the host compiler and nvcc:
 /// `compiler middle... -o OBJ source tail...`. A hit returns the cached object with its log; a
 /// miss builds in a fresh directory under cacheDir/tmp and moves the object into place, so other
-/// workers sharing the cache never see a partial one.
+/// workers sharing the cache never see a partial one. Where sandboxInfo() is enabled the compiler
+/// runs inside bubblewrap and sees only the system, its toolkit, cacheDir/include and that
+/// directory.
 struct CachedCompile {
     std::filesystem::path cacheDir;
     std::string subdir; // "so", "cuda-so"

@@ -110,21 +110,6 @@ std::string selfExe()
     return std::string(buf, static_cast<size_t>(n));
 }
 
-std::string findOnPath(const std::string& name)
-{
-    const char* path = std::getenv("PATH");
-    std::string dirs = path ? path : "/usr/bin:/bin";
-    size_t start = 0;
-    while (start <= dirs.size()) {
-        const size_t end = std::min(dirs.find(':', start), dirs.size());
-        const std::string candidate = dirs.substr(start, end - start) + "/" + name;
-        if (end > start && ::access(candidate.c_str(), X_OK) == 0)
-            return candidate;
-        start = end + 1;
-    }
-    return {};
-}
-
 /// Limits every runner gets, sandboxed or not: no core files, bounded file size and fds.
 void limitChild()
 {
@@ -165,68 +150,7 @@ pid_t spawn(const std::vector<std::string>& argv, int childSock)
     _exit(127);
 }
 
-void bindSystem(std::vector<std::string>& a)
-{
-    a.insert(a.end(), { "--ro-bind", "/usr", "/usr" });
-    for (const char* dir : { "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32" }) {
-        struct stat st {};
-        if (::lstat(dir, &st) != 0)
-            continue;
-        if (S_ISLNK(st.st_mode)) {
-            char target[1024];
-            const ssize_t n = ::readlink(dir, target, sizeof target - 1);
-            if (n > 0)
-                a.insert(a.end(), { "--symlink", std::string(target, static_cast<size_t>(n)), dir });
-        } else {
-            a.insert(a.end(), { "--ro-bind", dir, dir });
-        }
-    }
-    a.insert(a.end(), { "--ro-bind-try", "/etc/ld.so.cache", "/etc/ld.so.cache" });
-    a.insert(a.end(), { "--ro-bind-try", "/sys/devices/system/cpu", "/sys/devices/system/cpu" });
-    a.insert(a.end(), { "--ro-bind-try", "/sys/devices/system/node", "/sys/devices/system/node" });
-}
-
 } // namespace
-
-const SandboxInfo& sandboxInfo()
-{
-    static const SandboxInfo info = [] {
-        SandboxInfo s;
-        const char* bw = std::getenv("HONE_BWRAP");
-        s.bwrap = bw && *bw ? bw : findOnPath("bwrap");
-        if (s.bwrap.empty()) {
-            s.reason = "bubblewrap (bwrap) is not installed; apt install bubblewrap";
-        } else {
-            // One start of a sandbox like the runners' tells whether namespaces can be made here.
-            std::vector<std::string> argv = { s.bwrap, "--unshare-all", "--die-with-parent", "--new-session" };
-            bindSystem(argv);
-            argv.insert(argv.end(), { "--proc", "/proc", "--dev", "/dev", "/usr/bin/true" });
-            int sv[2];
-            if (::socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) == 0) {
-                const pid_t pid = spawn(argv, sv[1]);
-                ::close(sv[0]);
-                ::close(sv[1]);
-                int status = 0;
-                while (pid > 0 && ::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
-                }
-                s.available = pid > 0 && WIFEXITED(status) && WEXITSTATUS(status) == 0;
-            }
-            if (!s.available)
-                s.reason = s.bwrap + " cannot create namespaces on this host (unprivileged user namespaces off?)";
-        }
-        const char* off = std::getenv("HONE_NO_SANDBOX");
-        if (off && std::string(off) == "1") {
-            s.enabled = false;
-            s.optedOut = true;
-            s.reason = "turned off with --no-sandbox (HONE_NO_SANDBOX=1)"
-                + (s.available ? std::string() : "; besides, " + s.reason);
-        } else {
-            s.enabled = s.available;
-        }
-        return s;
-    }();
-    return info;
-}
 
 /// One runner process holding one loaded object.
 class RunnerKernel final : public LoadedKernel {
@@ -477,13 +401,11 @@ std::unique_ptr<LoadedKernel> RunnerBackend::load(const CompileOutput& object, s
     const std::string exe = selfExe();
     std::vector<std::string> argv;
     if (sandbox.enabled) {
-        argv = { sandbox.bwrap, "--unshare-all", "--die-with-parent", "--new-session", "--clearenv", "--setenv",
-            "PATH", "/usr/bin:/bin" };
+        std::vector<std::pair<std::string, std::string>> env = { { "PATH", "/usr/bin:/bin" } };
         for (const char* var : { "OMP_NUM_THREADS", "OMP_PROC_BIND", "OMP_PLACES", "OMP_WAIT_POLICY" })
             if (const char* v = std::getenv(var))
-                argv.insert(argv.end(), { "--setenv", var, v });
-        bindSystem(argv);
-        argv.insert(argv.end(), { "--proc", "/proc", "--dev", "/dev", "--size", "67108864", "--tmpfs", "/tmp" });
+                env.emplace_back(var, v);
+        argv = sandboxCommand(sandbox.bwrap, env, 64ull << 20);
         const std::filesystem::path exeDir = std::filesystem::path(exe).parent_path();
         argv.insert(argv.end(), { "--ro-bind", exeDir.string(), exeDir.string() });
         argv.insert(argv.end(), { "--ro-bind-try", (exeDir.parent_path() / "lib").string(), (exeDir.parent_path() / "lib").string() });

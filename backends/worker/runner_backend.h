@@ -1,6 +1,7 @@
 #pragma once
 
 #include "device_backend.h"
+#include "sandbox.h"
 
 #include <filesystem>
 #include <map>
@@ -16,19 +17,6 @@
 namespace hone::backends {
 
 class RunnerKernel;
-
-/// Where runners may run: whether to sandbox them, and why not where they cannot be.
-struct SandboxInfo {
-    bool enabled = false;   // runners start inside bubblewrap
-    bool available = false; // bubblewrap works on this host
-    bool optedOut = false;  // HONE_NO_SANDBOX=1: unsandboxed on purpose
-    std::string reason;     // why it is off or unavailable
-    std::string bwrap;      // the bwrap binary
-};
-
-/// Decides once per process: `HONE_NO_SANDBOX=1` turns the sandbox off on purpose; otherwise
-/// bubblewrap (`HONE_BWRAP` or `bwrap` on PATH) is probed by starting it once.
-const SandboxInfo& sandboxInfo();
 
 class RunnerBackend final : public DeviceBackend {
 public:
