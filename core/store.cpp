@@ -225,7 +225,7 @@ ALTER TABLE nodes ADD COLUMN from_node INTEGER NOT NULL DEFAULT -1;
     // 6: re-verifications of a session's best in a fresh worker with new seeds (not search
     // evaluations: kept apart, so budgets, caches and trees read as before).
     R"sql(
-CREATE TABLE reverifications (
+CREATE TABLE IF NOT EXISTS reverifications (
     id INTEGER PRIMARY KEY,
     session_id INTEGER NOT NULL REFERENCES sessions(id),
     node_id INTEGER NOT NULL,
@@ -239,7 +239,7 @@ CREATE TABLE reverifications (
     result TEXT NOT NULL,
     created_at TEXT NOT NULL
 );
-CREATE INDEX reverifications_by_session ON reverifications(session_id, node_id, id);
+CREATE INDEX IF NOT EXISTS reverifications_by_session ON reverifications(session_id, node_id, id);
 )sql",
 };
 static_assert(std::size(kMigrations) == Store::kSchemaVersion);
