@@ -117,6 +117,20 @@ std::unique_ptr<backends::LocalExecutor> makeExecutor(const Globals& g, int para
     return std::make_unique<backends::LocalExecutor>(cfg);
 }
 
+/// What the re-verification did: not search evaluations, so counted apart from them.
+nlohmann::json reverificationJson(const core::Report& r)
+{
+    nlohmann::json tries = nlohmann::json::array();
+    int fresh = 0;
+    for (const auto& v : r.reverifications) {
+        fresh += v.stored ? 0 : 1;
+        tries.push_back({{"node", v.node}, {"verified", v.verified}, {"stored", v.stored},
+            {"failure_kind", v.failureKind}, {"failure_message", v.failureMessage}, {"median_ns", v.medianNs},
+            {"speedup", v.speedup}, {"seeds", v.config}});
+    }
+    return {{"evaluations", fresh}, {"tries", tries}, {"note", r.reverifyNote}};
+}
+
 nlohmann::json reportJson(const core::Report& r)
 {
     nlohmann::json knobs = nlohmann::json::object();
@@ -131,8 +145,30 @@ nlohmann::json reportJson(const core::Report& r)
             r.best ? nlohmann::json {{"node", *r.best}, {"source", r.bestSource}, {"knobs", knobs},
                          {"flags", r.bestFlags}, {"speedup", r.bestSpeedup}, {"median_ns", r.bestMedianNs},
                          {"baseline_median_ns", r.baselineMedianNs}, {"bound", r.bound}, {"evidence", r.evidence},
-                         {"frac_bandwidth", r.fracBandwidth}, {"frac_compute", r.fracCompute}}
-                   : nlohmann::json(nullptr)}};
+                         {"frac_bandwidth", r.fracBandwidth}, {"frac_compute", r.fracCompute},
+                         {"verified", r.bestVerified},
+                         {"reverify_median_ns", r.bestVerified ? nlohmann::json(r.reverifyMedianNs) : nlohmann::json()},
+                         {"reverify_speedup", r.bestVerified ? nlohmann::json(r.reverifySpeedup) : nlohmann::json()}}
+                   : nlohmann::json(nullptr)},
+        {"reverification", reverificationJson(r)}};
+}
+
+void printReverification(const core::Report& r)
+{
+    for (const auto& v : r.reverifications) {
+        if (v.verified && v.stored)
+            std::printf("verified   node %lld passed its re-verification in an earlier run of this session (%.2fx, %s)\n",
+                static_cast<long long>(v.node), v.speedup, app::formatNs(v.medianNs).c_str());
+        else if (v.verified)
+            std::printf("verified   node %lld again in a fresh worker with new seeds and inputs: %.2fx, %s "
+                        "(one extra evaluation, not counted above)\n",
+                static_cast<long long>(v.node), v.speedup, app::formatNs(v.medianNs).c_str());
+        else
+            std::printf("REJECTED   node %lld failed its re-verification (%s: %s); it is not reported as best\n",
+                static_cast<long long>(v.node), v.failureKind.c_str(), v.failureMessage.c_str());
+    }
+    if (!r.reverifyNote.empty())
+        std::printf("verified   NO: %s\n", r.reverifyNote.c_str());
 }
 
 void printReport(
@@ -151,7 +187,9 @@ void printReport(
             p.evaluations, p.fresh, p.cacheHits, p.evaluations ? 100.0 * p.cacheHits / p.evaluations : 0.0,
             p.failures, p.elapsedSeconds, p.evaluationsPerMinute);
     if (!r.best) {
-        std::printf("best       none: no candidate passed the checks\n");
+        std::printf("best       none: no candidate passed the checks%s\n",
+            r.reverifications.empty() ? "" : " and its re-verification");
+        printReverification(r);
         return;
     }
     std::printf("best       node %lld: %s [%s]%s%s\n", static_cast<long long>(*r.best), r.bestSource.c_str(),
@@ -162,6 +200,7 @@ void printReport(
     std::printf("roofline   %.0f%% of measured copy bandwidth, %.1f%% of measured FMA peak: %s-bound\n",
         100 * r.fracBandwidth, 100 * r.fracCompute, r.bound.c_str());
     std::printf("evidence   %s\n", r.evidence.c_str());
+    printReverification(r);
 }
 
 int cmdRun(const Globals& g, core::RunOptions opts, bool json, std::optional<int64_t> resumeSession,
@@ -419,6 +458,8 @@ int main(int argc, char** argv)
     run->add_option("--time-limit", opts.timeLimitSeconds, "stop after this many seconds (0: no limit)");
     run->add_option("--samples", opts.samples, "timing samples per candidate")->check(CLI::Range(20, 10000));
     run->add_flag("--no-cache", [&](int64_t) { opts.useCache = false; }, "re-evaluate candidates seen before");
+    run->add_flag("!--no-reverify", opts.reverify,
+        "report the best without re-verifying it in a fresh worker with new seeds (the report says so)");
     run->add_option("--memory-op", opts.memoryOp, "memory operator per expansion: auto (a bandit, restart when stalled), inherit, compare, combine or restart")->check(CLI::IsMember({"auto", "inherit", "compare", "combine", "restart"}));
     run->add_option("--restart-after", opts.restartAfter, "with --memory-op auto: restart after N evaluations without a 1% gain (0: never)")->check(CLI::Range(0, 1000000));
     run->add_flag("!--no-warm-start", opts.warmStart, "start from the seeds only, not from the best kernels of earlier sessions");
@@ -452,6 +493,9 @@ int main(int argc, char** argv)
     auto* exp = app.add_subcommand("export", "write a node's source, knobs, build script and evidence to DIR");
     exp->add_option("node", nodeSpec, "SESSION/NODE, e.g. 3/17")->required();
     exp->add_option("dir", outDir, "output folder")->required();
+    bool allowFailedReverify = false;
+    exp->add_flag("--allow-failed-reverify", allowFailedReverify,
+        "export a node that failed its re-verification anyway, for inspection");
 
     app::BenchOptions benchOpts;
     auto* bench = app::addBenchCommand(app, benchOpts);
@@ -512,7 +556,7 @@ int main(int argc, char** argv)
         if (*show)
             return app::cmdShow(g.store, showSession);
         if (*exp)
-            return app::cmdExport(g.store, nodeSpec, outDir);
+            return app::cmdExport(g.store, nodeSpec, outDir, allowFailedReverify);
     } catch (const CLI::ParseError& e) {
         return app::reportParseError(app, e);
     } catch (const std::exception& e) {

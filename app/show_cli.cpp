@@ -18,6 +18,28 @@ namespace hone::app {
 
 namespace {
 
+/// Each node's last re-verification.
+std::map<int64_t, core::ReverificationRecord> lastReverifications(const core::Store& store, int64_t sessionId)
+{
+    std::map<int64_t, core::ReverificationRecord> out;
+    for (auto& r : store.reverifications(sessionId))
+        out[r.nodeId] = std::move(r);
+    return out;
+}
+
+bool failedReverification(const std::map<int64_t, core::ReverificationRecord>& last, int64_t node)
+{
+    auto it = last.find(node);
+    return it != last.end() && it->second.status == "failed";
+}
+
+std::string formatSpeedup(double x)
+{
+    char buf[32];
+    std::snprintf(buf, sizeof buf, "%.2fx", x);
+    return buf;
+}
+
 void printTree(const core::Store& store, int64_t sessionId)
 {
     auto rec = store.session(sessionId);
@@ -30,6 +52,7 @@ void printTree(const core::Store& store, int64_t sessionId)
         evals.emplace(e.nodeId, std::move(e));
     std::map<int64_t, std::vector<int64_t>> children;
     std::map<int64_t, const core::NodeRecord*> byId;
+    const std::map<int64_t, core::ReverificationRecord> reverified = lastReverifications(store, sessionId);
     int64_t best = -1;
     double bestSpeedup = 0;
     for (const auto& n : nodes) {
@@ -37,6 +60,8 @@ void printTree(const core::Store& store, int64_t sessionId)
         if (n.parentId >= 0)
             children[n.parentId].push_back(n.id);
         auto e = evals.find(n.id);
+        if (failedReverification(reverified, n.id))
+            continue; // never the best: a fresh worker with new seeds disagreed
         if (e != evals.end() && e->second.status == "ok" && e->second.speedup > bestSpeedup) {
             bestSpeedup = e->second.speedup;
             best = n.id;
@@ -46,8 +71,11 @@ void printTree(const core::Store& store, int64_t sessionId)
         rec->problemName.c_str(), rec->target.c_str(), rec->policy.c_str(),
         static_cast<unsigned long long>(rec->seed), rec->status.c_str(), rec->stopReason.empty() ? "" : ": ",
         rec->stopReason.c_str());
-    std::printf("%zu nodes, %zu evaluated, best node %lld at %.2fx\n", nodes.size() - (nodes.empty() ? 0 : 1),
-        evals.size(), static_cast<long long>(best), bestSpeedup);
+    const auto bestCheck = reverified.find(best);
+    std::printf("%zu nodes, %zu evaluated, best node %lld at %.2fx (%s)\n", nodes.size() - (nodes.empty() ? 0 : 1),
+        evals.size(), static_cast<long long>(best), bestSpeedup,
+        bestCheck == reverified.end() ? "not re-verified"
+                                      : ("re-verified at " + formatSpeedup(bestCheck->second.speedup)).c_str());
     std::map<std::string, std::string> names;
     std::function<void(int64_t, const std::string&, bool)> walk = [&](int64_t id, const std::string& prefix, bool last) {
         const core::NodeRecord& n = *byId[id];
@@ -77,6 +105,10 @@ void printTree(const core::Store& store, int64_t sessionId)
             } else {
                 label += "  FAILED " + e->second.failureKind;
             }
+            if (auto r = reverified.find(id); r != reverified.end())
+                label += r->second.status == "verified"
+                    ? "  re-verified " + formatSpeedup(r->second.speedup)
+                    : "  FAILED RE-VERIFICATION " + r->second.failureKind;
             if (id == best)
                 label += "  <- best";
         }
@@ -101,9 +133,10 @@ int cmdShow(const std::string& storePath, std::optional<int64_t> session)
             std::printf("no sessions in %s\n", storePath.c_str());
         for (const auto& s : all) {
             auto evals = store.evaluations(s.id);
+            const auto reverified = lastReverifications(store, s.id);
             double best = 0;
             for (const auto& e : evals)
-                if (e.status == "ok")
+                if (e.status == "ok" && !failedReverification(reverified, e.nodeId))
                     best = std::max(best, e.speedup);
             std::printf("%4lld  %-20s %-6s %-9s %3zu evaluations  best %.2fx  %s\n", static_cast<long long>(s.id),
                 s.problemName.c_str(), s.target.c_str(), s.status.c_str(), evals.size(), best, s.createdAt.c_str());
@@ -114,7 +147,8 @@ int cmdShow(const std::string& storePath, std::optional<int64_t> session)
     return 0;
 }
 
-int cmdExport(const std::string& storePath, const std::string& nodeSpec, const std::string& outDir)
+int cmdExport(const std::string& storePath, const std::string& nodeSpec, const std::string& outDir,
+    bool allowFailedReverify)
 {
     auto slash = nodeSpec.find('/');
     if (slash == std::string::npos)
@@ -128,7 +162,9 @@ int cmdExport(const std::string& storePath, const std::string& nodeSpec, const s
     }
     requireExistingStore(storePath);
     core::Store store(storePath);
-    const core::ExportResult r = core::exportBundle(store, sessionId, nodeId, outDir);
+    core::ExportOptions options;
+    options.allowFailedReverification = allowFailedReverify;
+    const core::ExportResult r = core::exportBundle(store, sessionId, nodeId, outDir, options);
     std::string files;
     for (const auto& f : r.files)
         files += (files.empty() ? "" : ", ") + f;

@@ -11,6 +11,7 @@ namespace hone::app {
 int cmdShow(const std::string& storePath, std::optional<int64_t> session);
 
 /// `hone export SESSION/NODE DIR`: the node's source, knobs, build script and evidence.
-int cmdExport(const std::string& storePath, const std::string& nodeSpec, const std::string& outDir);
+int cmdExport(const std::string& storePath, const std::string& nodeSpec, const std::string& outDir,
+    bool allowFailedReverify = false);
 
 } // namespace hone::app

@@ -79,7 +79,8 @@ nlohmann::json RunOptions::toJson() const
                           {"min_knob_distance", evolution.minKnobDistance}}},
         {"synth", synth}, {"memory_op", memoryOp}, {"restart_after", restartAfter}, {"knob_operators", knobOperators},
         {"warm_start", warmStart}, {"warm_start_count", warmStartCount}, {"repair", repair},
-        {"llm_budget_usd", llmBudgetUsd}, {"llm_token_budget", llmTokenBudget}, {"hints", hints}, {"llm", llm}};
+        {"llm_budget_usd", llmBudgetUsd}, {"llm_token_budget", llmTokenBudget}, {"hints", hints}, {"llm", llm},
+        {"reverify", reverify}};
 }
 
 RunOptions RunOptions::fromJson(const nlohmann::json& j)
@@ -131,6 +132,7 @@ RunOptions RunOptions::fromJson(const nlohmann::json& j)
     o.hints = j.value("hints", o.hints);
     if (auto l = j.find("llm"); l != j.end() && l->is_object())
         o.llm = *l;
+    o.reverify = j.value("reverify", o.reverify);
     return o;
 }
 
@@ -403,6 +405,26 @@ Report Engine::resume(int64_t sessionId, EngineObserver* observer, int extraBudg
     return loop(observer);
 }
 
+nlohmann::json Engine::makeEvalRequest(NodeId id) const
+{
+    const Node& n = m_tree.node(id);
+    const auto& src = m_sources.at(n.sourceHash);
+    nlohmann::json candidate = {{"name", src.first}, {"lang", langOf(src.first)}, {"source", src.second},
+        {"knobs", knobsToJson(n.knobs)}, {"flags", n.flags}};
+    nlohmann::json req = protocol::makeMessage("eval");
+    req["id"] = "s" + std::to_string(m_session) + "-n" + std::to_string(id);
+    req["problem"] = m_problemJson;
+    req["candidate"] = std::move(candidate);
+    req["baseline"] = m_baselineCandidate;
+    req["stages"] = {"compile", "check", "time"};
+    // Without timing_seed and recheck_seed: the worker's defaults (1, 1000), and the cache keys
+    // of earlier sessions stay as they were.
+    req["config"] = {{"seeds", m_options.checkSeeds}, {"samples", m_options.samples}, {"warmup", m_options.warmup},
+        {"timing_shape", 0}};
+    req["limits"] = {{"compile_s", m_options.compileLimitSeconds}, {"run_s", m_options.runLimitSeconds}};
+    return req;
+}
+
 Report Engine::loop(EngineObserver* observer)
 {
     struct Arrived {
@@ -453,22 +475,7 @@ Report Engine::loop(EngineObserver* observer)
             observer->progressChanged(progress);
     };
 
-    auto makeRequest = [&](NodeId id) {
-        const Node& n = m_tree.node(id);
-        const auto& src = m_sources.at(n.sourceHash);
-        nlohmann::json candidate = {{"name", src.first}, {"lang", langOf(src.first)}, {"source", src.second},
-            {"knobs", knobsToJson(n.knobs)}, {"flags", n.flags}};
-        nlohmann::json req = protocol::makeMessage("eval");
-        req["id"] = "s" + std::to_string(m_session) + "-n" + std::to_string(id);
-        req["problem"] = m_problemJson;
-        req["candidate"] = std::move(candidate);
-        req["baseline"] = m_baselineCandidate;
-        req["stages"] = {"compile", "check", "time"};
-        req["config"] = {{"seeds", m_options.checkSeeds}, {"samples", m_options.samples},
-            {"warmup", m_options.warmup}, {"timing_shape", 0}};
-        req["limits"] = {{"compile_s", m_options.compileLimitSeconds}, {"run_s", m_options.runLimitSeconds}};
-        return req;
-    };
+    auto makeRequest = [&](NodeId id) { return makeEvalRequest(id); };
     auto cacheKeyOf = [&](const nlohmann::json& req) {
         nlohmann::json keyed = {{"problem", m_problemHash}, {"candidate", req["candidate"]},
             {"baseline", req["baseline"]}, {"config", req["config"]}, {"device", m_device},
@@ -708,7 +715,15 @@ Report Engine::loop(EngineObserver* observer)
         report.operators.emplace_back(memoryOperatorName(op), m_memory.arm(op));
     report.warmStart = m_warmStart;
     report.warmStartNotes = m_warmStartNotes;
-    report.best = m_tree.best();
+    // The best is named only after a fresh worker with new seeds agrees (engine_reverify.cpp).
+    const bool failedSession = status == "failed";
+    if (failedSession || !m_tree.best()) {
+        report.best = m_tree.best();
+        if (report.best)
+            report.reverifyNote = "not re-verified: the session failed";
+    } else {
+        reverifyBest(report);
+    }
     if (auto bl = summaries.find(baselineNode); bl != summaries.end())
         report.baselineMedianNs = bl->second.medianNs;
     if (report.best) {

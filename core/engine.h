@@ -69,6 +69,9 @@ struct RunOptions {
     int64_t llmTokenBudget = 0;     // 0 = no limit
     std::vector<std::string> hints; // the engineer's, shown in every prompt
     nlohmann::json llm = nlohmann::json::object(); // provider settings for resume; never a key
+    // Re-verify the best node in a fresh worker with new seeds before the report names it
+    // (docs/SEARCH.md, "Re-verification"); `hone run --no-reverify` turns it off.
+    bool reverify = true;
 
     nlohmann::json toJson() const;
     static RunOptions fromJson(const nlohmann::json& j);
@@ -86,6 +89,19 @@ struct Progress {
     NodeId bestNode = -1;
     double elapsedSeconds = 0;
     double evaluationsPerMinute = 0; // fresh evaluations per minute of this process's run
+};
+
+/// One re-verification the report made: the node's candidate again, in a fresh worker, with new
+/// check seeds and timing and re-check inputs; not a search evaluation.
+struct Reverification {
+    NodeId node = -1;
+    bool verified = false;
+    bool stored = false;            // an earlier run of the session made it; not run again
+    std::string failureKind;
+    std::string failureMessage;
+    double medianNs = 0;
+    double speedup = 0;
+    nlohmann::json config;          // the seeds it used
 };
 
 struct Report {
@@ -108,6 +124,12 @@ struct Report {
     std::vector<std::pair<std::string, MemoryPolicy::Arm>> operators; // per operator, this session's nodes
     std::vector<WarmStartNode> warmStart; // the session's warm-start nodes
     std::vector<std::string> warmStartNotes; // kernels skipped when the session started
+    // Re-verification of the best (not counted in progress: no search evaluation, no budget).
+    bool bestVerified = false;      // the reported best passed a re-verification
+    std::string reverifyNote;       // why the best is not verified (off, stopped, tries spent), else empty
+    double reverifyMedianNs = 0;    // the best's re-verification, next to the search's numbers
+    double reverifySpeedup = 0;
+    std::vector<Reverification> reverifications; // in order; the failed ones name the excluded nodes
 };
 
 /// Receives engine events on the engine's thread. Keep handlers short.
@@ -237,6 +259,13 @@ private:
     void registerProposal(NodeId id, int64_t seq);
     /// Adds the warm-start nodes of a new session (after the seeds) and queues them.
     void addWarmStart(const ProblemSpec& spec, EngineObserver* observer);
+
+    /// The worker request that evaluates `id` in the search (the cache key covers it).
+    nlohmann::json makeEvalRequest(NodeId id) const;
+    /// Re-verifies the best node before the report names it, excluding nodes that fail, at
+    /// most three tries; sets report.best and the re-verification fields (engine_reverify.cpp).
+    void reverifyBest(Report& report);
+    Reverification reverifyNode(NodeId id, int attempt);
 
     /// `--synth grid`: the sweep's next assignment as a child of its seed (engine_depth.cpp).
     std::optional<NodeId> proposeGrid(EngineObserver* observer);

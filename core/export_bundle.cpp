@@ -115,6 +115,7 @@ struct Context {
     std::optional<SourceRecord> baselineSource;
     std::optional<EvaluationRecord> baselineEvaluation;
     std::vector<ApprovalRecord> reviews;
+    std::optional<ReverificationRecord> reverification; // the node's last one
 };
 
 Context loadContext(const Store& store, int64_t sessionId, int64_t nodeId)
@@ -151,6 +152,9 @@ Context loadContext(const Store& store, int64_t sessionId, int64_t nodeId)
     for (auto& a : store.approvals(sessionId))
         if (a.nodeId == nodeId)
             c.reviews.push_back(std::move(a));
+    for (auto& r : store.reverifications(sessionId))
+        if (r.nodeId == nodeId)
+            c.reverification = std::move(r);
     return c;
 }
 
@@ -180,6 +184,13 @@ nlohmann::json evidenceOf(const Context& c)
             {"knobs", c.node.knobs}, {"flags", c.node.flags}, {"origin", c.node.origin}, {"parent", c.node.parentId}}},
         {"target", c.session.target}};
     j["evaluation"] = c.evaluation ? evaluationJson(*c.evaluation) : nlohmann::json();
+    // null: never re-verified (only a session's best is).
+    j["reverification"] = c.reverification
+        ? nlohmann::json {{"status", c.reverification->status}, {"failure_kind", c.reverification->failureKind},
+              {"failure_message", c.reverification->failureMessage}, {"median_ns", c.reverification->medianNs},
+              {"speedup", c.reverification->speedup}, {"seeds", c.reverification->config},
+              {"at", c.reverification->createdAt}}
+        : nlohmann::json();
     if (c.baselineNode) {
         nlohmann::json b = {{"node", c.baselineNode->id}, {"knobs", c.baselineNode->knobs},
             {"flags", c.baselineNode->flags}};
@@ -962,6 +973,12 @@ ExportResult exportBundle(const Store& store, int64_t sessionId, int64_t nodeId,
     const ExportOptions& options)
 {
     const Context c = loadContext(store, sessionId, nodeId);
+    if (c.reverification && c.reverification->status == "failed" && !options.allowFailedReverification)
+        throw ExportError("node " + std::to_string(sessionId) + "/" + std::to_string(nodeId)
+            + " failed its re-verification in a fresh worker with new seeds (" + c.reverification->failureKind + ": "
+            + c.reverification->failureMessage
+            + "); its search result cannot be trusted, so it is not exported (hone export --allow-failed-reverify "
+              "writes it anyway, for inspection)");
     const auto [header, headerFrom] = kernelHeader(options);
     ExportResult r;
     r.dir = dir;
@@ -996,6 +1013,9 @@ ExportResult exportBundle(const Store& store, int64_t sessionId, int64_t nodeId,
     write("knobs.json", c.node.knobs.dump(2) + "\n");
     write("hone/kernel.h", header);
 
+    if (c.reverification && c.reverification->status == "failed")
+        r.warnings.push_back("node " + std::to_string(nodeId) + " FAILED its re-verification ("
+            + c.reverification->failureKind + "): exported for inspection only");
     if (!c.evaluation)
         r.warnings.push_back("node " + std::to_string(nodeId) + " was never evaluated: evidence.json has no measurements");
     else if (c.evaluation->status != "ok")

@@ -24,6 +24,8 @@ struct ExportOptions {
     std::filesystem::path resourcesDir;
     /// The review to record in evidence.json ({decision, reviewer, note, ...}); null for none.
     nlohmann::json review;
+    /// Export a node whose last re-verification failed (for inspection); refused otherwise.
+    bool allowFailedReverification = false;
 };
 
 struct ExportResult {
@@ -68,7 +70,8 @@ nlohmann::json buildEvidence(const Store& store, int64_t sessionId, int64_t node
 /// Writes node `nodeId` of `sessionId` into `dir` (created; files there are replaced): the
 /// source, knobs.json, build.sh, evidence.json, hone/kernel.h, and, when the session's problem
 /// folder still exists, reference.cpp, problem.toml and a standalone test (test_candidate.cpp
-/// or .cu, run_test.sh) that needs only a C++ compiler (and nvcc for CUDA).
+/// or .cu, run_test.sh) that needs only a C++ compiler (and nvcc for CUDA). Throws ExportError for
+/// a node whose last re-verification failed, unless options.allowFailedReverification.
 ExportResult exportBundle(const Store& store, int64_t sessionId, int64_t nodeId, const std::filesystem::path& dir,
     const ExportOptions& options = {});
 

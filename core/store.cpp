@@ -222,6 +222,25 @@ CREATE INDEX approvals_by_session ON approvals(session_id, id);
 ALTER TABLE nodes ADD COLUMN from_session INTEGER NOT NULL DEFAULT -1;
 ALTER TABLE nodes ADD COLUMN from_node INTEGER NOT NULL DEFAULT -1;
 )sql",
+    // 6: re-verifications of a session's best in a fresh worker with new seeds (not search
+    // evaluations: kept apart, so budgets, caches and trees read as before).
+    R"sql(
+CREATE TABLE IF NOT EXISTS reverifications (
+    id INTEGER PRIMARY KEY,
+    session_id INTEGER NOT NULL REFERENCES sessions(id),
+    node_id INTEGER NOT NULL,
+    status TEXT NOT NULL CHECK (status IN ('verified', 'failed')),
+    failure_kind TEXT NOT NULL DEFAULT '',
+    failure_message TEXT NOT NULL DEFAULT '',
+    median_ns REAL NOT NULL DEFAULT 0,
+    speedup REAL NOT NULL DEFAULT 0,
+    device TEXT NOT NULL DEFAULT '',
+    config TEXT NOT NULL DEFAULT '{}',
+    result TEXT NOT NULL,
+    created_at TEXT NOT NULL
+);
+CREATE INDEX IF NOT EXISTS reverifications_by_session ON reverifications(session_id, node_id, id);
+)sql",
 };
 static_assert(std::size(kMigrations) == Store::kSchemaVersion);
 
@@ -511,6 +530,8 @@ std::vector<PriorKernelRecord> Store::priorKernels(const std::string& target, co
                  "JOIN nodes n ON n.session_id = e.session_id AND n.id = e.node_id "
                  "WHERE e.status = 'ok' AND e.speedup > 0 AND s.target = ?3 AND s.id != ?4 "
                  "AND n.source_hash IS NOT NULL AND (p.content_hash = ?1 OR p.name = ?2 OR p.family = ?5) "
+                 "AND COALESCE((SELECT r.status FROM reverifications r WHERE r.session_id = e.session_id "
+                 "AND r.node_id = e.node_id ORDER BY r.id DESC LIMIT 1), '') != 'failed' "
                  "GROUP BY same, n.source_hash, n.knobs, n.flags "
                  "ORDER BY same DESC, MAX(e.speedup) DESC, e.session_id, e.node_id LIMIT ?6");
     s.bind(1, problemHash).bind(2, problemName).bind(3, target).bind(4, excludeSession).bind(5, family);
@@ -605,6 +626,44 @@ LlmTotals Store::llmTotals(int64_t sessionId) const
         t.costUsd = s.real(3);
     }
     return t;
+}
+
+int64_t Store::insertReverification(int64_t sessionId, const ReverificationRecord& r)
+{
+    if (r.status != "verified" && r.status != "failed")
+        throw StoreError("re-verification of node " + std::to_string(r.nodeId) + ": status '" + r.status
+            + "' must be 'verified' or 'failed'");
+    Stmt s(m_db, "INSERT INTO reverifications(session_id, node_id, status, failure_kind, failure_message, median_ns, "
+                 "speedup, device, config, result, created_at) VALUES(?,?,?,?,?,?,?,?,?,?,?)");
+    s.bind(1, sessionId).bind(2, r.nodeId).bind(3, r.status).bind(4, r.failureKind).bind(5, r.failureMessage);
+    s.bind(6, r.medianNs).bind(7, r.speedup).bind(8, r.device).bindJson(9, r.config).bindJson(10, r.result);
+    s.bind(11, r.createdAt.empty() ? nowIso() : r.createdAt);
+    s.run();
+    return sqlite3_last_insert_rowid(m_db);
+}
+
+std::vector<ReverificationRecord> Store::reverifications(int64_t sessionId) const
+{
+    Stmt s(m_db, "SELECT id, node_id, status, failure_kind, failure_message, median_ns, speedup, device, config, "
+                 "result, created_at FROM reverifications WHERE session_id = ? ORDER BY id");
+    s.bind(1, sessionId);
+    std::vector<ReverificationRecord> out;
+    while (s.step()) {
+        ReverificationRecord r;
+        r.id = s.integer(0);
+        r.nodeId = s.integer(1);
+        r.status = s.text(2);
+        r.failureKind = s.text(3);
+        r.failureMessage = s.text(4);
+        r.medianNs = s.real(5);
+        r.speedup = s.real(6);
+        r.device = s.text(7);
+        r.config = s.json(8);
+        r.result = s.json(9);
+        r.createdAt = s.text(10);
+        out.push_back(std::move(r));
+    }
+    return out;
 }
 
 int64_t Store::insertSteering(int64_t sessionId, const SteeringRecord& r)

@@ -67,6 +67,23 @@ struct EvaluationRecord {
     std::string createdAt;
 };
 
+/// The re-verification of a node (schema 6): one more evaluation of the same candidate in a fresh
+/// worker with new check seeds, timing and re-check inputs, made before a session reports its best.
+/// It is not a search evaluation: it never enters the tree's statistics or the budget.
+struct ReverificationRecord {
+    int64_t id = 0;
+    int64_t nodeId = 0;
+    std::string status;         // verified | failed
+    std::string failureKind;
+    std::string failureMessage;
+    double medianNs = 0;
+    double speedup = 0;
+    std::string device;
+    nlohmann::json config = nlohmann::json::object(); // the request's seeds (check, timing, re-check)
+    nlohmann::json result;      // the worker's full result
+    std::string createdAt;
+};
+
 struct SourceRecord {
     std::string hash;
     std::string lang;
@@ -153,7 +170,7 @@ public:
     Store(const Store&) = delete;
     Store& operator=(const Store&) = delete;
 
-    static constexpr int kSchemaVersion = 5;
+    static constexpr int kSchemaVersion = 6;
     int schemaVersion() const;
     const std::filesystem::path& path() const { return m_path; }
 
@@ -191,6 +208,11 @@ public:
     /// In call order.
     std::vector<LlmCallRecord> llmCalls(int64_t sessionId) const;
     LlmTotals llmTotals(int64_t sessionId) const;
+
+    /// Returns the row id.
+    int64_t insertReverification(int64_t sessionId, const ReverificationRecord& record);
+    /// In the order made; the last one of a node is its standing.
+    std::vector<ReverificationRecord> reverifications(int64_t sessionId) const;
 
     /// Returns the command's row id.
     int64_t insertSteering(int64_t sessionId, const SteeringRecord& record);

@@ -602,12 +602,13 @@ private slots:
         QCOMPARE(sqlite3_open(path.c_str(), &db), SQLITE_OK);
         QCOMPARE(sqlite3_exec(db,
                      "ALTER TABLE nodes DROP COLUMN from_session; ALTER TABLE nodes DROP COLUMN from_node; "
-                     "PRAGMA user_version = 4;",
+                     "DROP TABLE reverifications; PRAGMA user_version = 4;",
                      nullptr, nullptr, nullptr),
             SQLITE_OK);
         sqlite3_close(db);
         core::Store s(path);
-        QCOMPARE(s.schemaVersion(), 5);
+        QCOMPARE(s.schemaVersion(), core::Store::kSchemaVersion);
+        QVERIFY(s.reverifications(1).empty()); // schema 6 added the table
         auto nodes = s.nodes(1);
         QCOMPARE(nodes.size(), size_t(1));
         QCOMPARE(nodes[0].origin, std::string("root"));

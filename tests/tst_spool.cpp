@@ -186,8 +186,17 @@ private slots:
         QCOMPARE(countLines(readFile((spool + "/requests.jsonl").toStdString())), 2);
         feedWorker(spool, "requests.jsonl", "replies.jsonl", true);
         r = hone({ "resume", QString::number(session), "--spool", spool });
+        // The search is done; its best is re-verified with new seeds: one more request, asked
+        // again unchanged by the next resume.
+        QCOMPARE(r.exitCode, 6); // ExitCode::Pending
+        QCOMPARE(countLines(readFile((spool + "/requests.jsonl").toStdString())), 1);
+        QVERIFY(readFile((spool + "/requests.jsonl").toStdString()).find("-reverify1") != std::string::npos);
+        feedWorker(spool, "requests.jsonl", "replies.jsonl", true);
+        r = hone({ "resume", QString::number(session), "--spool", spool });
         QVERIFY2(r.exitCode == 0, (r.out + r.err).c_str());
+        QVERIFY2(r.out.find("again in a fresh worker with new seeds") != std::string::npos, r.out.c_str());
         QCOMPARE(store.evaluations(session).size(), size_t(2));
+        QCOMPARE(store.reverifications(session).size(), size_t(1));
     }
 };
 

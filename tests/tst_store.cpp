@@ -189,6 +189,57 @@ private slots:
         QCOMPARE(nlohmann::json::parse(resumed.out.toStdString())["evaluations"].get<int>(), 3);
     }
 
+    /// Re-verifications: kept apart from the search's evaluations, read back in order, a status
+    /// other than verified/failed refused, and a failed node is no warm-start kernel.
+    void reverificationsAreKeptApart()
+    {
+        QTemporaryDir dir;
+        Store s(std::filesystem::path(dir.path().toStdString()) / "hone.db");
+        ProblemSpec spec = loadProblem(std::string(HONE_TEST_DATA) + "/problems/scale");
+        const int64_t session = s.createSession(s.upsertProblem(spec), "cpu", "uct", 1, {});
+        const std::string hash = s.putSource("cpp", "a.cpp", "int x;");
+        s.insertNode(session, {0, -1, 0, "", nlohmann::json::object(), "", "root", "restart", {}});
+        for (int64_t id : {1, 2}) {
+            s.insertNode(session, {id, 0, id, hash, {{"A", std::to_string(id)}}, "", "seed", "restart", {}});
+            EvaluationRecord e;
+            e.nodeId = id;
+            e.status = "ok";
+            e.speedup = double(id);
+            e.result = {{"status", "ok"}};
+            s.insertEvaluation(session, e);
+        }
+        ReverificationRecord bad;
+        bad.nodeId = 2;
+        bad.status = "failed";
+        bad.failureKind = "wrong_result";
+        bad.config = {{"seeds", {1000001, 1000002, 1000003}}};
+        bad.result = {{"status", "failed"}};
+        s.insertReverification(session, bad);
+        ReverificationRecord good = bad;
+        good.nodeId = 1;
+        good.status = "verified";
+        good.failureKind.clear();
+        good.speedup = 0.98;
+        s.insertReverification(session, good);
+        ReverificationRecord odd = good;
+        odd.status = "maybe";
+        QVERIFY_THROWS_EXCEPTION(StoreError, s.insertReverification(session, odd));
+
+        const auto rows = s.reverifications(session);
+        QCOMPARE(rows.size(), size_t(2));
+        QCOMPARE(rows[0].nodeId, int64_t(2));
+        QCOMPARE(rows[0].failureKind, std::string("wrong_result"));
+        QCOMPARE(rows[0].config["seeds"][0].get<int64_t>(), int64_t(1000001));
+        QCOMPARE(rows[1].status, std::string("verified"));
+        QCOMPARE(rows[1].speedup, 0.98);
+        QCOMPARE(s.evaluations(session).size(), size_t(2)); // not search evaluations
+
+        // Node 2 (2x) failed its re-verification: a later session warm-starts from node 1 only.
+        const auto prior = s.priorKernels("cpu", spec.contentHash, spec.name, spec.family, -1, 10);
+        QCOMPARE(prior.size(), size_t(1));
+        QCOMPARE(prior[0].node, int64_t(1));
+    }
+
     void refusesNewerSchema()
     {
         QTemporaryDir dir;

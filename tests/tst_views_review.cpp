@@ -484,6 +484,43 @@ extern "C" int hone_run(const hone_args* a)
         QVERIFY(fs::is_regular_file(dir / "build" / "reference.so"));
         QVERIFY(fs::is_regular_file(dir / "build" / "test_candidate"));
     }
+
+    /// A node whose re-verification failed (tst_reverify makes one for real) says so in the
+    /// header and cannot be approved: nothing is exported or recorded.
+    void failedReverificationCannotBeApproved()
+    {
+        qint64 node = -1;
+        for (const auto& e : m_store->evaluations(m_session))
+            if (e.status == "ok" && e.nodeId != m_best && e.nodeId != m_baseline)
+                node = e.nodeId;
+        if (node < 0)
+            QSKIP("the search has no third passing node");
+        core::ReverificationRecord rec;
+        rec.nodeId = node;
+        rec.status = "failed";
+        rec.failureKind = "wrong_result";
+        rec.failureMessage = "small[1] seed 1000123: output 'y' out of tolerance";
+        rec.result = nlohmann::json::object();
+        m_store->insertReverification(m_session, rec);
+
+        views::Selection selection;
+        views::NodeActions actions;
+        views::ReviewPanel panel(&m_data, &selection, &actions);
+        panel.setStore(m_store.get());
+        const QString root = m_tmp.path() + QStringLiteral("/exports-reverify");
+        panel.setExportRoot(root);
+        panel.review(node);
+        QVERIFY2(panel.headerText().contains(QLatin1String("FAILED re-verification (wrong_result")),
+            qPrintable(panel.headerText()));
+        QSignalSpy approvedSpy(&panel, &views::ReviewPanel::approved);
+        panel.reviewerEdit()->setText(QStringLiteral("alice"));
+        const int before = approvalCount();
+        QTest::mouseClick(panel.approveButton(), Qt::LeftButton);
+        QCOMPARE(approvedSpy.count(), 0);
+        QVERIFY2(panel.message().contains(QLatin1String("cannot be approved")), qPrintable(panel.message()));
+        QCOMPARE(approvalCount(), before);
+        QVERIFY(!fs::exists(root.toStdString()));
+    }
 };
 
 QTEST_MAIN(TestViewsReview)

@@ -193,9 +193,13 @@ void ReviewPanel::refresh()
         return;
     }
     const NodeInfo* base = m_data->node(m_data->baselineNode());
-    m_header->setText(tr("Reviewing %1 · %2 · %3%4")
+    const QString reverification = reverificationText(n->id);
+    m_header->setText(tr("Reviewing %1 · %2 · %3%4%5")
                           .arg(nodeTitle(*n), n->origin, n->statusText(),
-                              n->bound.isEmpty() ? QString() : QStringLiteral(" · ") + n->bound + tr("-bound")));
+                              n->bound.isEmpty() ? QString() : QStringLiteral(" · ") + n->bound + tr("-bound"),
+                              reverification.isEmpty() ? QString() : QStringLiteral(" · ") + reverification));
+    if (reverification.startsWith(QStringLiteral("FAILED")))
+        m_approve->setToolTip(tr("this node failed its re-verification: it cannot be approved"));
     if (base) {
         DiffSide left {tr("baseline ") + nodeTitle(*base), base->sourceName, m_data->sourceText(base->sourceHash),
             base->knobs, base->flags};
@@ -209,6 +213,27 @@ void ReviewPanel::refresh()
     }
     m_evidence->setResults(n->result, base ? base->result : nlohmann::json());
     refreshHistory();
+}
+
+QString ReviewPanel::reverificationText(qint64 node) const
+{
+    const core::Store* store = m_store ? m_store : (m_data ? m_data->store() : nullptr);
+    if (!store || !m_data)
+        return {};
+    try {
+        std::optional<core::ReverificationRecord> last;
+        for (auto& r : store->reverifications(m_data->sessionId()))
+            if (r.nodeId == node)
+                last = std::move(r);
+        if (!last)
+            return {};
+        if (last->status == "verified")
+            return tr("re-verified at %1x").arg(last->speedup, 0, 'f', 2);
+        return tr("FAILED re-verification (%1: %2)")
+            .arg(QString::fromStdString(last->failureKind), QString::fromStdString(last->failureMessage));
+    } catch (const std::exception& e) {
+        return tr("re-verification unknown: %1").arg(QString::fromUtf8(e.what()));
+    }
 }
 
 void ReviewPanel::refreshHistory()
@@ -277,6 +302,15 @@ bool ReviewPanel::approve()
                        "approved. Reject it to turn your note into a hint.")
                         .arg(n->id)
                         .arg(n->failureKind),
+            true);
+        return false;
+    }
+    if (const QString why = reverificationText(n->id); why.startsWith(QStringLiteral("FAILED"))) {
+        showMessage(tr("Node %1 cannot be approved: it %2. A fresh worker with new seeds and inputs disagreed "
+                       "with the search's result, so that result cannot be trusted. Reject it to turn your note "
+                       "into a hint.")
+                        .arg(n->id)
+                        .arg(why.toLower()),
             true);
         return false;
     }

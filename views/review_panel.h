@@ -72,6 +72,8 @@ private:
     void refreshHistory();
     void showMessage(const QString& text, bool error);
     /// The reviewer's name, or empty after showing why not.
+    /// "re-verified at 1.9x", "FAILED re-verification (kind: message)", or empty when never re-verified.
+    QString reverificationText(qint64 node) const;
     QString requireReviewer();
     /// The node a decision applies to, with the reviewer's name; null (the reason shown) when
     /// there is no candidate, no writable store or no name.

@@ -39,6 +39,16 @@ double number(const nlohmann::json& obj, const char* key, const std::string& whe
     return it->get<double>();
 }
 
+uint64_t seedValue(const nlohmann::json& config, const char* key, uint64_t fallback)
+{
+    auto it = config.find(key);
+    if (it == config.end() || it->is_null())
+        return fallback;
+    if (!it->is_number_integer() || it->get<int64_t>() < 0)
+        throw RequestError(std::string("config.") + key + " is not a non-negative integer");
+    return it->get<uint64_t>();
+}
+
 /// A knob value as the -D text: strings as they are, integers without a decimal point.
 std::string knobText(const nlohmann::json& v, const std::string& where)
 {
@@ -208,6 +218,8 @@ EvalRequest parseEvalRequest(const nlohmann::json& request)
         if (shape < 0 || shape != std::floor(shape))
             throw RequestError("config.timing_shape is not a non-negative integer");
         r.timingShape = static_cast<size_t>(shape);
+        r.timingSeed = seedValue(*c, "timing_seed", r.timingSeed);
+        r.recheckSeed = seedValue(*c, "recheck_seed", r.recheckSeed);
     }
     if (r.seeds.empty())
         r.seeds = { 1, 2, 3 };

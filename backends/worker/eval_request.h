@@ -50,6 +50,10 @@ struct EvalRequest {
     int samples = 25; // at least 20
     int warmup = 3;
     size_t timingShape = 0;
+    // The timing input sets are seeds timingSeed, timingSeed+1, ...; the re-check after timing
+    // uses recheckSeed. A re-verification passes new ones (docs/FORMATS.md).
+    uint64_t timingSeed = 1;
+    uint64_t recheckSeed = 1000;
     double compileSeconds = 120;
     double runSeconds = 60;
 };

@@ -24,7 +24,8 @@ namespace {
 
 using core::protocol::FailureKind;
 
-/// The first input set timing draws from (the one `dump` writes); the others follow it.
+/// The input set `dump` writes: the first timing set of a request with the default
+/// config.timing_seed.
 constexpr uint64_t kTimingSeed = 1;
 /// A median time under this fraction of the roofline floor fails the candidate as suspicious.
 constexpr double kSuspiciousVerdict = 2.0 / 3.0;
@@ -422,7 +423,7 @@ nlohmann::json Evaluator::timeCandidate(const ShapeSpec& shape, LoadedKernel& ca
     const size_t sets = inputBytes <= (size_t(64) << 20) ? 3 : 2;
     std::vector<uint64_t> seeds;
     for (size_t s = 0; s < sets; ++s)
-        seeds.push_back(kTimingSeed + s);
+        seeds.push_back(req.timingSeed + s);
     std::vector<std::vector<HostTensor>> inputs;
     std::vector<std::vector<HostTensor>> want;
     std::vector<std::vector<uint64_t>> checksums;
@@ -617,7 +618,7 @@ nlohmann::json Evaluator::timeCandidate(const ShapeSpec& shape, LoadedKernel& ca
     nlohmann::json timing = toJson(cs);
     timing["shape"] = shape.label;
     timing["warmup"] = req.warmup;
-    timing["seed"] = kTimingSeed;
+    timing["seed"] = req.timingSeed;
     timing["input_sets"] = seeds;
     timing["verified_calls"] = verified;
     if (nlohmann::json info = m_device.timingInfo(); !info.is_null()) {
@@ -806,13 +807,13 @@ nlohmann::json Evaluator::evaluate(const nlohmann::json& request)
 
             // Fresh inputs after timing: a candidate that caches results across calls (or
             // keys a cache on pointers) fails here.
-            constexpr uint64_t kRecheckSeed = 1000;
-            progress("recheck", shape.label + " seed " + std::to_string(kRecheckSeed) + " after timing");
+            const uint64_t recheckSeed = req.recheckSeed;
+            progress("recheck", shape.label + " seed " + std::to_string(recheckSeed) + " after timing");
             CheckOutcome outcome;
             try {
-                outcome = checkOnce(shape, kRecheckSeed, *candidate.kernel, *reference.kernel);
+                outcome = checkOnce(shape, recheckSeed, *candidate.kernel, *reference.kernel);
             } catch (const EvalFailure& f) {
-                recordRunFailure(checks, shape.label, kRecheckSeed, true, f);
+                recordRunFailure(checks, shape.label, recheckSeed, true, f);
                 throw;
             }
             outcome.afterTiming = true;
