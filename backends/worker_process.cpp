@@ -80,19 +80,6 @@ std::string freshSecret()
     return out;
 }
 
-/// The request's id as the worker echoes it (a string, or an integer written out).
-std::string requestIdOf(const nlohmann::json& request)
-{
-    const auto it = request.find("id");
-    if (it == request.end())
-        return {};
-    if (it->is_string())
-        return it->get<std::string>();
-    if (it->is_number_integer())
-        return std::to_string(it->get<int64_t>());
-    return {};
-}
-
 constexpr const char* kForged
     = "a message on the result channel did not carry this request's id and secret: forged or out of step";
 
@@ -105,18 +92,6 @@ std::string tail(const std::string& s, size_t n)
 }
 
 } // namespace
-
-std::string signalDescription(int sig)
-{
-    static const std::pair<int, const char*> names[] = {{SIGSEGV, "SIGSEGV"}, {SIGABRT, "SIGABRT"},
-        {SIGBUS, "SIGBUS"}, {SIGFPE, "SIGFPE"}, {SIGILL, "SIGILL"}, {SIGKILL, "SIGKILL"}, {SIGTERM, "SIGTERM"},
-        {SIGTRAP, "SIGTRAP"}, {SIGPIPE, "SIGPIPE"}};
-    std::string name = "signal " + std::to_string(sig);
-    for (auto [n, s] : names)
-        if (n == sig)
-            name = s;
-    return name + " (" + strsignal(sig) + ")";
-}
 
 WorkerProcess::WorkerProcess(const WorkerCommand& cmd, const WorkerLimits& limits)
     : m_started(Clock::now())
@@ -328,7 +303,7 @@ void WorkerProcess::stop(double graceSeconds)
 nlohmann::json WorkerProcess::exchange(
     const nlohmann::json& request, const WorkerLimits& limits, const std::atomic<bool>* cancel, bool last)
 {
-    const std::string id = requestIdOf(request);
+    const std::string id = proto::requestId(request);
     const std::string type = request.value("type", std::string());
     auto failure = [&](proto::FailureKind kind, const std::string& stage, const std::string& message) {
         return proto::makeFailure(id, kind, stage, message);

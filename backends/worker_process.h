@@ -1,5 +1,7 @@
 #pragma once
 
+#include "core/protocol.h"
+
 #include <nlohmann/json.hpp>
 
 #include <atomic>
@@ -102,7 +104,6 @@ private:
 nlohmann::json runWorker(const WorkerCommand& cmd, const nlohmann::json& request, const WorkerLimits& limits,
     const std::atomic<bool>* cancel = nullptr);
 
-/// "SIGSEGV (Segmentation fault)".
-std::string signalDescription(int sig);
+using core::protocol::signalDescription; // "SIGSEGV (Segmentation fault)"
 
 } // namespace hone::backends

@@ -3,6 +3,8 @@
 #include "core/utf8.h"
 
 #include <array>
+#include <csignal>
+#include <cstring>
 #include <utility>
 
 namespace hone::core::protocol {
@@ -143,6 +145,32 @@ EvalSummary summarize(const nlohmann::json& result)
     if (s.ok && result.contains("timing") && !(s.medianNs > 0))
         throw ProtocolError("result says ok but its timing has no positive median_ns");
     return s;
+}
+
+std::string requestId(const nlohmann::json& request)
+{
+    if (!request.is_object())
+        return {};
+    auto it = request.find("id");
+    if (it == request.end())
+        return {};
+    if (it->is_string())
+        return it->get<std::string>();
+    if (it->is_number_integer())
+        return std::to_string(it->get<int64_t>());
+    return {};
+}
+
+std::string signalDescription(int sig)
+{
+    static const std::pair<int, const char*> names[] = {{SIGSEGV, "SIGSEGV"}, {SIGABRT, "SIGABRT"},
+        {SIGBUS, "SIGBUS"}, {SIGFPE, "SIGFPE"}, {SIGILL, "SIGILL"}, {SIGKILL, "SIGKILL"}, {SIGTERM, "SIGTERM"},
+        {SIGTRAP, "SIGTRAP"}, {SIGPIPE, "SIGPIPE"}};
+    std::string name = "signal " + std::to_string(sig);
+    for (auto [n, s] : names)
+        if (n == sig)
+            name = s;
+    return name + " (" + strsignal(sig) + ")";
 }
 
 } // namespace hone::core::protocol

@@ -46,6 +46,12 @@ nlohmann::json parseMessage(std::string_view line);
 /// A failed `result` for `id`, as an executor writes it when the worker could not.
 nlohmann::json makeFailure(std::string_view id, FailureKind kind, std::string_view stage, std::string_view message);
 
+/// A request's `id` as replies echo it: a string, or an integer written out; empty otherwise.
+std::string requestId(const nlohmann::json& request);
+
+/// "SIGSEGV (Segmentation fault)": how failure messages name the signal a process died on.
+std::string signalDescription(int sig);
+
 /// The fields of a `result` the search needs, read defensively: a result missing them is
 /// a protocol error, not a crash.
 struct EvalSummary {

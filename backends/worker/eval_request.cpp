@@ -129,20 +129,6 @@ std::vector<ShapeSpec> parseShapes(const nlohmann::json& problem, const char* se
 
 } // namespace
 
-std::string requestId(const nlohmann::json& request)
-{
-    if (!request.is_object())
-        return {};
-    auto it = request.find("id");
-    if (it == request.end())
-        return {};
-    if (it->is_string())
-        return it->get<std::string>();
-    if (it->is_number_integer())
-        return std::to_string(it->get<int64_t>());
-    return {};
-}
-
 EvalRequest parseEvalRequest(const nlohmann::json& request)
 {
     EvalRequest r;

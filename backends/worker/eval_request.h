@@ -2,6 +2,8 @@
 
 #include "tensors.h"
 
+#include "core/protocol.h"
+
 #include <nlohmann/json.hpp>
 
 #include <cstdint>
@@ -59,7 +61,7 @@ struct EvalRequest {
 };
 
 /// The request's `id`, or "" when it has none (for failures of unparsable requests).
-std::string requestId(const nlohmann::json& request);
+using core::protocol::requestId;
 
 /// Throws RequestError naming the offending field.
 EvalRequest parseEvalRequest(const nlohmann::json& request);

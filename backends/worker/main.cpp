@@ -52,7 +52,7 @@ public:
         : m_channel(channel)
         , m_compiler(cacheDir, compiler)
         , m_cpu(cacheDir, m_compiler)
-        , m_runners(m_cpu, cacheDir)
+        , m_runners(m_cpu)
         , m_evaluator(m_runners, m_runners, channel)
 #ifdef HONE_WITH_CUDA
         , m_cuda(cacheDir)

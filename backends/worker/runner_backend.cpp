@@ -2,6 +2,8 @@
 
 #include "runner_wire.h"
 
+#include "core/protocol.h"
+
 #include <fcntl.h>
 #include <signal.h>
 #include <sys/mman.h>
@@ -33,19 +35,6 @@ using runner::Status;
 using Clock = std::chrono::steady_clock;
 
 namespace {
-
-/// "SIGSEGV (Segmentation fault)", the way the executor names a dead worker's signal.
-std::string signalName(int sig)
-{
-    static const std::pair<int, const char*> names[] = { { SIGSEGV, "SIGSEGV" }, { SIGABRT, "SIGABRT" },
-        { SIGBUS, "SIGBUS" }, { SIGFPE, "SIGFPE" }, { SIGILL, "SIGILL" }, { SIGKILL, "SIGKILL" },
-        { SIGTERM, "SIGTERM" }, { SIGTRAP, "SIGTRAP" }, { SIGPIPE, "SIGPIPE" } };
-    std::string name = "signal " + std::to_string(sig);
-    for (auto [n, text] : names)
-        if (n == sig)
-            name = text;
-    return name + " (" + strsignal(sig) + ")";
-}
 
 /// CPU time in ns the kernel has charged to the main thread of `pid`: schedstat where the
 /// kernel keeps it (ns), else utime + stime in clock ticks. -1 when neither can be read.
@@ -219,18 +208,6 @@ public:
         return rep;
     }
 
-    /// Round trips of an empty request: what the judge's clock sees beyond the call itself.
-    void measurePings()
-    {
-        std::string message;
-        for (int i = 0; i < 9; ++i) {
-            const auto start = Clock::now();
-            exchange(Request { Op::Ping, 0, 0, 0, 0 }, {}, -1, message);
-            m_pings.push_back(std::chrono::duration<double, std::nano>(Clock::now() - start).count());
-        }
-        std::sort(m_pings.begin(), m_pings.end());
-    }
-
     Reply exchange(Request req, const std::vector<char>& payload, int fd, std::string& message)
     {
         if (m_dead)
@@ -311,8 +288,6 @@ public:
         return msg;
     }
 
-    double pingMedianNs() const { return m_pings.empty() ? 0 : m_pings[m_pings.size() / 2]; }
-
     void locateRunner(bool sandboxed) { m_runnerPid = findRunner(m_pid, sandboxed); }
 
 private:
@@ -334,12 +309,12 @@ private:
         m_pid = -1;
         std::string why = "its process ended";
         if (r > 0 && WIFSIGNALED(status)) {
-            why = "its process died on " + signalName(WTERMSIG(status));
+            why = "its process died on " + core::protocol::signalDescription(WTERMSIG(status));
         } else if (r > 0 && WIFEXITED(status)) {
             why = "its process exited with code " + std::to_string(WEXITSTATUS(status));
             // bwrap passes a signal death on as 128 + signal.
             if (WEXITSTATUS(status) > 128 && WEXITSTATUS(status) < 160 && sandboxInfo().enabled)
-                why = "its process died on " + signalName(WEXITSTATUS(status) - 128);
+                why = "its process died on " + core::protocol::signalDescription(WEXITSTATUS(status) - 128);
         }
         m_deathMessage = why;
         throw RunnerDied(why);
@@ -374,12 +349,10 @@ private:
     };
     std::vector<TimedCall> m_timed;
     pid_t m_runnerPid = -1;
-    std::vector<double> m_pings;
 };
 
-RunnerBackend::RunnerBackend(DeviceBackend& inner, std::filesystem::path cacheDir)
+RunnerBackend::RunnerBackend(DeviceBackend& inner)
     : m_inner(inner)
-    , m_cacheDir(std::move(cacheDir))
 {
 }
 
@@ -444,7 +417,6 @@ std::unique_ptr<LoadedKernel> RunnerBackend::load(const CompileOutput& object, s
         error = message;
         return nullptr;
     }
-    kernel->measurePings();
     kernel->locateRunner(sandbox.enabled);
     return kernel;
 }

@@ -3,7 +3,6 @@
 #include "device_backend.h"
 #include "sandbox.h"
 
-#include <filesystem>
 #include <map>
 #include <set>
 #include <string>
@@ -20,8 +19,8 @@ class RunnerKernel;
 
 class RunnerBackend final : public DeviceBackend {
 public:
-    /// `inner` compiles, calibrates and flushes caches; `cacheDir` is hidden from runners.
-    RunnerBackend(DeviceBackend& inner, std::filesystem::path cacheDir);
+    /// `inner` compiles, calibrates and flushes caches; runners see nothing of its cache.
+    explicit RunnerBackend(DeviceBackend& inner);
     ~RunnerBackend() override;
 
     std::string kind() const override { return m_inner.kind(); }
@@ -63,7 +62,6 @@ private:
     std::pair<const Buffer*, uint64_t> locate(const void* p) const;
 
     DeviceBackend& m_inner;
-    std::filesystem::path m_cacheDir;
     std::map<uintptr_t, Buffer> m_buffers; // by base address in the judge
     uint64_t m_nextId = 1;
     std::set<RunnerKernel*> m_kernels;

@@ -138,8 +138,6 @@ private:
     void handle(const Request& req, const std::vector<char>& payload, int fd, Reply& rep, std::string& message)
     {
         switch (req.op) {
-        case Op::Ping:
-            return;
         case Op::Load: {
             const std::string path(payload.begin(), payload.end());
             // Never dlclose'd: OpenMP pools and threads a candidate started may outlive a call.

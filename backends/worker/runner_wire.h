@@ -19,7 +19,6 @@ enum class Op : uint32_t {
     Map = 2,   // id: buffer id, arg: bytes; one fd attached
     Unmap = 3, // id: buffer id
     Run = 4,   // arg: 1 when timed; payload: encoded call
-    Ping = 5,  // answered at once: the round trip the judge's clock check allows for
 };
 
 struct Request {
