@@ -496,6 +496,9 @@ int main(int argc, char** argv)
     bool allowFailedReverify = false;
     exp->add_flag("--allow-failed-reverify", allowFailedReverify,
         "export a node that failed its re-verification anyway, for inspection");
+    bool exportTorch = false;
+    exp->add_flag("--torch", exportTorch,
+        "also write DIR/torch: a PyTorch extension registering torch.ops.hone.PROBLEM, with a pytest and a README");
 
     app::BenchOptions benchOpts;
     auto* bench = app::addBenchCommand(app, benchOpts);
@@ -556,7 +559,7 @@ int main(int argc, char** argv)
         if (*show)
             return app::cmdShow(g.store, showSession);
         if (*exp)
-            return app::cmdExport(g.store, nodeSpec, outDir, allowFailedReverify);
+            return app::cmdExport(g.store, nodeSpec, outDir, allowFailedReverify, exportTorch);
     } catch (const CLI::ParseError& e) {
         return app::reportParseError(app, e);
     } catch (const std::exception& e) {

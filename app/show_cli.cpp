@@ -148,7 +148,7 @@ int cmdShow(const std::string& storePath, std::optional<int64_t> session)
 }
 
 int cmdExport(const std::string& storePath, const std::string& nodeSpec, const std::string& outDir,
-    bool allowFailedReverify)
+    bool allowFailedReverify, bool torch)
 {
     auto slash = nodeSpec.find('/');
     if (slash == std::string::npos)
@@ -164,6 +164,7 @@ int cmdExport(const std::string& storePath, const std::string& nodeSpec, const s
     core::Store store(storePath);
     core::ExportOptions options;
     options.allowFailedReverification = allowFailedReverify;
+    options.torch = torch;
     const core::ExportResult r = core::exportBundle(store, sessionId, nodeId, outDir, options);
     std::string files;
     for (const auto& f : r.files)
@@ -171,6 +172,9 @@ int cmdExport(const std::string& storePath, const std::string& nodeSpec, const s
     std::printf("exported node %s to %s: %s\n", nodeSpec.c_str(), r.dir.string().c_str(), files.c_str());
     if (r.hasTest)
         std::printf("check it without Hone: %s/run_test.sh\n", r.dir.string().c_str());
+    if (!r.torchSchema.empty())
+        std::printf("PyTorch op %s: build with python3 %s/torch/hone_*.py, test with python3 -m pytest %s/torch\n",
+            r.torchSchema.c_str(), r.dir.string().c_str(), r.dir.string().c_str());
     for (const auto& w : r.warnings)
         std::fprintf(stderr, "hone: warning: %s\n", w.c_str());
     return 0;

@@ -12,6 +12,6 @@ int cmdShow(const std::string& storePath, std::optional<int64_t> session);
 
 /// `hone export SESSION/NODE DIR`: the node's source, knobs, build script and evidence.
 int cmdExport(const std::string& storePath, const std::string& nodeSpec, const std::string& outDir,
-    bool allowFailedReverify = false);
+    bool allowFailedReverify = false, bool torch = false);
 
 } // namespace hone::app

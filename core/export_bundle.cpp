@@ -1,4 +1,5 @@
 #include "core/export_bundle.h"
+#include "core/export_torch.h"
 
 #include "core/problem_spec.h"
 #include "core/store.h"
@@ -1129,6 +1130,24 @@ ExportResult exportBundle(const Store& store, int64_t sessionId, int64_t nodeId,
             << "exec \"$B/test_candidate\" \"$B/reference.so\" \"$B/candidate.so\"\n";
         write("run_test.sh", run.str(), true);
         r.hasTest = true;
+    }
+
+    if (options.torch) {
+        if (!spec)
+            throw ExportError("--torch needs the session's problem folder (" + problemDir.string()
+                + "), for the op's schema and the reference to test against; it is gone or unreadable");
+        TorchKernel kernel;
+        kernel.sourceName = c.source.name;
+        kernel.sourceText = c.source.text;
+        kernel.knobs = c.node.knobs.is_object() ? c.node.knobs : nlohmann::json::object();
+        kernel.flags = c.node.flags;
+        kernel.label = "node " + std::to_string(sessionId) + "/" + std::to_string(nodeId);
+        const TorchPackage package = writeTorchPackage(*spec, {kernel}, r.lang, header, dir / "torch", cudaArch(result));
+        for (const auto& f : package.files)
+            r.files.push_back("torch/" + f);
+        for (const auto& w : package.warnings)
+            r.warnings.push_back(w);
+        r.torchSchema = "hone::" + package.signature.schema;
     }
 
     r.evidence = evidenceOf(c);

@@ -26,6 +26,8 @@ struct ExportOptions {
     nlohmann::json review;
     /// Export a node whose last re-verification failed (for inspection); refused otherwise.
     bool allowFailedReverification = false;
+    /// Also write a PyTorch extension package into DIR/torch (core/export_torch.h).
+    bool torch = false;
 };
 
 struct ExportResult {
@@ -36,6 +38,7 @@ struct ExportResult {
     std::string kernelHeaderFrom;       // where hone/kernel.h was copied from
     std::vector<std::string> warnings;  // what is missing from the bundle, and why
     nlohmann::json evidence;            // what evidence.json holds
+    std::string torchSchema;            // the op's schema when options.torch; empty otherwise
 };
 
 /// A speedup with a distribution-free confidence interval of the median of the paired ratios

@@ -1,0 +1,62 @@
+#pragma once
+
+#include "core/problem_spec.h"
+
+#include <nlohmann/json.hpp>
+
+#include <filesystem>
+#include <string>
+#include <vector>
+
+namespace hone::core {
+
+/// One kernel configuration of a PyTorch package: a candidate's source and the knobs and flags
+/// it was measured with. A package holds one (a node) or several (a per-shape portfolio).
+struct TorchKernel {
+    std::string sourceName;              // the candidate's file name, e.g. "rowwise.cu"
+    std::string sourceText;
+    nlohmann::json knobs = nlohmann::json::object();
+    std::string flags;                   // the node's extra compile flags
+    std::string label;                   // where it came from, e.g. "node 3/17"
+    /// The shapes this kernel was chosen for (portfolio); empty: every shape.
+    std::vector<ShapeBinding> shapes;
+};
+
+/// How the op reads one shape symbol: from an input's dimension, from a relation with another
+/// symbol that every shape entry of the problem satisfies, or as an int argument of the op.
+struct TorchSymbol {
+    std::string name;
+    enum class From { InputDim, Relation, Argument } from = From::InputDim;
+    std::string input;                   // InputDim: tensor name
+    size_t dim = 0;                      // InputDim: dimension index
+    std::string expression;              // Relation: C++ over other symbols, e.g. "B1 - 1"
+};
+
+/// The op's interface, derived from problem.toml.
+struct TorchSignature {
+    std::string opName;                  // "softmax" (torch.ops.hone.softmax)
+    std::string schema;                  // "softmax(Tensor x) -> Tensor"
+    std::vector<TorchSymbol> symbols;    // in binding order
+    std::vector<std::string> argumentOrder; // the Python call: inputs, int symbols, params
+};
+
+/// Derives the op's schema and symbol bindings. Throws ExportError when a symbol cannot be
+/// bound at all (a problem whose outputs use a symbol no input, relation or argument gives).
+TorchSignature torchSignature(const ProblemSpec& spec);
+
+struct TorchPackage {
+    std::vector<std::string> files;      // written, relative to the package folder
+    std::vector<std::string> warnings;
+    TorchSignature signature;
+};
+
+/// Writes a PyTorch extension package into `dir` (created): the op registration
+/// (TORCH_LIBRARY `hone`, the kernel's device, Meta for torch.compile), one wrapper per kernel
+/// configuration, hone/kernel.h, problem.json, torch_ref.py (when the problem has one), a loader
+/// module that builds it with torch.utils.cpp_extension, a pytest file and a README.
+/// `lang` is cpp or cuda; `kernelHeader` is the text of hone/kernel.h.
+TorchPackage writeTorchPackage(const ProblemSpec& spec, const std::vector<TorchKernel>& kernels,
+    const std::string& lang, const std::string& kernelHeader, const std::filesystem::path& dir,
+    const std::string& cudaArch = "90a");
+
+} // namespace hone::core
