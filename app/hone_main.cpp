@@ -500,6 +500,15 @@ int main(int argc, char** argv)
     exp->add_flag("--torch", exportTorch,
         "also write DIR/torch: a PyTorch extension registering torch.ops.hone.PROBLEM, with a pytest and a README");
 
+    std::string torchProblem, torchSource, torchOut;
+    std::vector<std::string> torchKnobs;
+    auto* exportTorchCmd = app.add_subcommand("export-torch",
+        "write the PyTorch package of a kernel file (no session needed): torch.ops.hone.PROBLEM, pytest, README");
+    exportTorchCmd->add_option("problem", torchProblem, "problem folder")->required()->check(CLI::ExistingDirectory);
+    exportTorchCmd->add_option("source", torchSource, "kernel source file (.cpp or .cu)")->required()->check(CLI::ExistingFile);
+    exportTorchCmd->add_option("dir", torchOut, "output folder")->required();
+    exportTorchCmd->add_option("--knob", torchKnobs, "NAME=VALUE (repeatable; the file's starting knobs otherwise)");
+
     app::BenchOptions benchOpts;
     auto* bench = app::addBenchCommand(app, benchOpts);
     hone::app::addKbCommands(app, g.store, g.createFolders);
@@ -558,6 +567,8 @@ int main(int argc, char** argv)
         }
         if (*show)
             return app::cmdShow(g.store, showSession);
+        if (*exportTorchCmd)
+            return app::cmdExportTorch(torchProblem, torchSource, torchOut, torchKnobs);
         if (*exp)
             return app::cmdExport(g.store, nodeSpec, outDir, allowFailedReverify, exportTorch);
     } catch (const CLI::ParseError& e) {

@@ -5,10 +5,14 @@
 #include "app/cli_common.h"
 #include "app/exit_code.h"
 #include "core/export_bundle.h"
+#include "core/export_torch.h"
+#include "core/problem_spec.h"
 #include "core/knobs.h"
 #include "core/store.h"
 
 #include <cstdio>
+#include <fstream>
+#include <sstream>
 #include <functional>
 #include <map>
 #include <string>
@@ -176,6 +180,44 @@ int cmdExport(const std::string& storePath, const std::string& nodeSpec, const s
         std::printf("PyTorch op %s: build with python3 %s/torch/hone_*.py, test with python3 -m pytest %s/torch\n",
             r.torchSchema.c_str(), r.dir.string().c_str(), r.dir.string().c_str());
     for (const auto& w : r.warnings)
+        std::fprintf(stderr, "hone: warning: %s\n", w.c_str());
+    return 0;
+}
+
+int cmdExportTorch(const std::string& problemDir, const std::string& sourcePath, const std::string& outDir,
+    const std::vector<std::string>& knobArgs)
+{
+    const core::ProblemSpec spec = core::loadProblem(problemDir);
+    std::ifstream in(sourcePath, std::ios::binary);
+    if (!in)
+        throw CliError(ExitCode::Input, "cannot read the kernel " + sourcePath + "; check the path");
+    std::ostringstream text;
+    text << in.rdbuf();
+    core::TorchKernel kernel;
+    kernel.sourceName = std::filesystem::path(sourcePath).filename().string();
+    kernel.sourceText = text.str();
+    const core::KnobSpace space = core::parseKnobSpace(kernel.sourceText, sourcePath);
+    core::KnobValues knobs = space.initial().value_or(core::KnobValues {});
+    for (const auto& kv : knobArgs) {
+        const auto eq = kv.find('=');
+        if (eq == std::string::npos)
+            throw CliError(ExitCode::Usage, "--knob '" + kv + "': expected NAME=VALUE");
+        knobs[kv.substr(0, eq)] = kv.substr(eq + 1);
+    }
+    std::string why;
+    if (!space.empty() && !space.admits(knobs, &why))
+        throw CliError(ExitCode::Usage, sourcePath + ": " + why);
+    for (const auto& [k, v] : knobs)
+        kernel.knobs[k] = v;
+    kernel.flags = space.flags;
+    kernel.label = kernel.sourceName + (knobs.empty() ? std::string() : " [" + core::knobsToString(knobs) + "]");
+    const std::string lang = core::langOfFile(kernel.sourceName);
+    const core::TorchPackage p = core::writeTorchPackage(spec, {kernel}, lang, core::kernelHeaderText(), outDir);
+    std::printf("PyTorch op hone::%s in %s (%zu files): build with python3 %s/hone_%s.py, test with python3 -m pytest "
+                "%s\n",
+        p.signature.schema.c_str(), outDir.c_str(), p.files.size(), outDir.c_str(), p.signature.opName.c_str(),
+        outDir.c_str());
+    for (const auto& w : p.warnings)
         std::fprintf(stderr, "hone: warning: %s\n", w.c_str());
     return 0;
 }

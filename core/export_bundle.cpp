@@ -965,6 +965,11 @@ SpeedupInterval speedupInterval(const nlohmann::json& timing)
     return pairedSpeedupInterval(samples(timing), samples(baseline));
 }
 
+std::string kernelHeaderText(const ExportOptions& options)
+{
+    return kernelHeader(options).first;
+}
+
 nlohmann::json buildEvidence(const Store& store, int64_t sessionId, int64_t nodeId)
 {
     return evidenceOf(loadContext(store, sessionId, nodeId));

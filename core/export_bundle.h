@@ -70,6 +70,10 @@ SpeedupInterval speedupInterval(const nlohmann::json& timing);
 /// the node's stored reviews. Throws ExportError when the session has no such candidate node.
 nlohmann::json buildEvidence(const Store& store, int64_t sessionId, int64_t nodeId);
 
+/// The text of hone/kernel.h an export copies (options.resourcesDir, $HONE_RESOURCES, the
+/// install or source tree, else the copy built into hone).
+std::string kernelHeaderText(const ExportOptions& options = {});
+
 /// Writes node `nodeId` of `sessionId` into `dir` (created; files there are replaced): the
 /// source, knobs.json, build.sh, evidence.json, hone/kernel.h, and, when the session's problem
 /// folder still exists, reference.cpp, problem.toml and a standalone test (test_candidate.cpp
