@@ -112,6 +112,8 @@ def load_hone(folder):
         sys.path.insert(0, d)
         spec.loader.exec_module(mod)
         problem = json.load(open(os.path.join(d, "problem.json")))["name"]
+        if os.environ.get("HONE_TORCH_BUILD_ROOT"):  # each package's build in its own folder there
+            os.environ["HONE_TORCH_BUILD"] = os.path.join(os.environ["HONE_TORCH_BUILD_ROOT"], problem)
         loaded[problem] = mod.load()
     return loaded
 
