@@ -491,7 +491,8 @@ hone_tensor describe(const char* name, const at::Tensor& t)
       << "    TORCH_CHECK(symbols.size() == size_t(kNumSymbols), \"hone::" << sig.opName
       << "_config: expected " << nsym << " symbols, got \", std::to_string(symbols.size()));\n"
       << "    return order(symbols.data()).front();\n}\n\n";
-    o << "TORCH_LIBRARY(hone, m)\n{\n    m.def(" << cString(sig.schema) << ");\n"
+    // A fragment: several packages (one per problem) load into one process.
+    o << "TORCH_LIBRARY_FRAGMENT(hone, m)\n{\n    m.def(" << cString(sig.schema) << ");\n"
       << "    m.def(\"" << sig.opName << "_config(int[] symbols) -> int\", &config_" << sig.opName << ");\n}\n\n"
       << "TORCH_LIBRARY_IMPL(hone, " << (cuda ? "CUDA" : "CPU") << ", m)\n{\n    m.impl(" << cString(sig.opName)
       << ", &run_" << sig.opName << ");\n}\n\n"

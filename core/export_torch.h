@@ -51,7 +51,7 @@ struct TorchPackage {
 };
 
 /// Writes a PyTorch extension package into `dir` (created): the op registration
-/// (TORCH_LIBRARY `hone`, the kernel's device, Meta for torch.compile), one wrapper per kernel
+/// (TORCH_LIBRARY_FRAGMENT `hone`, so packages of several problems load together; the kernel's device, Meta for torch.compile), one wrapper per kernel
 /// configuration, hone/kernel.h, problem.json, torch_ref.py (when the problem has one), a loader
 /// module that builds it with torch.utils.cpp_extension, a pytest file and a README.
 /// `lang` is cpp or cuda; `kernelHeader` is the text of hone/kernel.h.

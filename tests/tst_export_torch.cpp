@@ -75,8 +75,6 @@ std::string readAll(const fs::path& p)
     return s.str();
 }
 
-std::string kernelHeaderText() { return readAll(fs::path(HONE_SOURCE_DIR) / "resources" / "include" / "hone" / "kernel.h"); }
-
 /// A seed at its starting knobs.
 TorchKernel seedKernel(const ProblemSpec& spec, const Seed& seed)
 {

@@ -11,11 +11,14 @@ T=$(mktemp -d)
 trap 'rm -rf "$T"' EXIT
 "${HONE_CLI:?set HONE_CLI to the hone binary}" export-torch "$SRC/resources/problems/cpu/embedding_bag_sum" \
     "$SRC/resources/problems/cpu/embedding_bag_sum/seeds/tuned.cpp" "$T/pk/embedding_bag_sum"
+# A second package in the same process: both register into the `hone` namespace.
+"$HONE_CLI" export-torch "$SRC/resources/problems/cpu/softmax" "$SRC/resources/problems/cpu/softmax/seeds/tuned.cpp" \
+    "$T/pk/softmax"
 $PY "$HERE/dlrm.py" --small --device cpu --hone "$T/pk" --json "$T/m.json"
 $PY - "$T/m.json" <<'PY'
 import json, sys
 d = json.load(open(sys.argv[1]))
-assert d["hone_ops"] == ["embedding_bag_sum"], d.get("hone_ops")
+assert d["hone_ops"] == ["embedding_bag_sum", "softmax"], d.get("hone_ops")
 v = {e["variant"]: e for e in d["variants"]}
 for name in ("pytorch eager", "hone eager"):
     assert "samples_per_s" in v[name] and "error" not in v[name], v[name]

@@ -274,6 +274,10 @@ def main():
     with torch.inference_mode():
         model.ops = TorchOps()
         want = model(*inputs)
+    # How much the output varies across samples: a check tolerance must be well below it.
+    result["output"] = {"mean": want.float().mean().item(), "std": want.float().std().item(),
+                        "min": want.float().min().item(), "max": want.float().max().item()}
+    print(json.dumps({"eager output": result["output"]}), flush=True)
     flush = torch.empty(64 << 20, dtype=torch.int8, device=dev) if dev == "cuda" else None
     modes = [m for m in a.variants.split(",") if m]
     for ops in opsets:
