@@ -297,8 +297,10 @@ def main():
                     got = fn(*inputs)
                     err = (got.float() - want.float()).abs().max().item()
                     entry["max_abs_err"] = err
-                    if not err <= 2e-2:
-                        raise RuntimeError(f"output differs from eager PyTorch by {err:.3g}")
+                    tol = min(2e-2, 0.1 * result["output"]["std"])  # well inside the outputs' spread
+                    entry["tolerance"] = tol
+                    if not err <= tol:
+                        raise RuntimeError(f"output differs from eager PyTorch by {err:.3g} (tolerance {tol:.3g})")
                     call = lambda: fn(*inputs)  # noqa: E731
                     for _ in range(3):
                         call()
@@ -316,7 +318,7 @@ def main():
                         graph.replay()
                         torch.cuda.synchronize()
                         gerr = (out.float() - want.float()).abs().max().item()
-                        if not gerr <= 2e-2:
+                        if not gerr <= tol:
                             raise RuntimeError(f"CUDA-graph output differs from eager PyTorch by {gerr:.3g}")
                         gms = gpu_time(graph.replay, a.iters, flush)
                         entry["graph"] = {"ms": gms, "samples_per_s": a.batch / gms * 1e3}
