@@ -18,6 +18,7 @@
 #include <QPlainTextEdit>
 #include <QProcess>
 #include <QPushButton>
+#include <QCheckBox>
 #include <QSignalSpy>
 #include <QStandardPaths>
 #include <QTemporaryDir>
@@ -233,6 +234,31 @@ private slots:
         const auto failed = views::profileDeltas(nlohmann::json {{"profile", {{"error", "ncu not found"}}}}, base);
         QVERIFY(failed.rows.empty());
         QCOMPARE(failed.why, QStringLiteral("not measured: ncu not found"));
+    }
+
+    /// Approve with "also write a PyTorch package" ticked: the bundle gains torch/ with the op's
+    /// registration, problem.json and its pytest, and the message names the op.
+    void approveWritesTorchPackageWhenAsked()
+    {
+        views::Selection selection;
+        views::NodeActions actions;
+        views::ReviewPanel panel(&m_data, &selection, &actions);
+        panel.setStore(m_store.get());
+        const QString root = m_tmp.path() + QStringLiteral("/exports-torch");
+        panel.setExportRoot(root);
+        emit actions.reviewRequested(m_best);
+        auto* torch = panel.findChild<QCheckBox*>(QStringLiteral("exportTorch"));
+        QVERIFY(torch);
+        QVERIFY(!torch->isChecked()); // off unless asked
+        torch->setChecked(true);
+        panel.reviewerEdit()->setText(QStringLiteral("bob"));
+        QSignalSpy approvedSpy(&panel, &views::ReviewPanel::approved);
+        QTest::mouseClick(panel.approveButton(), Qt::LeftButton);
+        QVERIFY2(approvedSpy.count() == 1, qPrintable(panel.message()));
+        QVERIFY2(panel.message().contains(QLatin1String("PyTorch op hone::")), qPrintable(panel.message()));
+        const fs::path d = approvedSpy.at(0).at(1).toString().toStdString();
+        for (const char* f : {"torch/problem.json", "torch/test_op.py", "torch/README.md", "torch/k0_config.cpp"})
+            QVERIFY2(fs::is_regular_file(d / f), f);
     }
 
     /// Approve: the bundle is exported with every file, the approval row holds the reviewer, the

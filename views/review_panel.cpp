@@ -5,6 +5,7 @@
 #include "views/diff_view.h"
 #include "views/evidence.h"
 
+#include <QCheckBox>
 #include <QDir>
 #include <QFormLayout>
 #include <QHBoxLayout>
@@ -78,6 +79,8 @@ ReviewPanel::ReviewPanel(SessionData* sessionData, Selection* selection, NodeAct
     m_note->setObjectName(QStringLiteral("note"));
     m_note->setPlaceholderText(tr("why: what you checked, what worries you; a rejection's note becomes a hint"));
     m_note->setMaximumHeight(90);
+    m_torch = new QCheckBox(tr("also write a PyTorch package (torch.ops.hone.*, docs/TORCH.md)"));
+    m_torch->setObjectName(QStringLiteral("exportTorch"));
     m_approve = new QPushButton(tr("Approve and export"));
     m_approve->setObjectName(QStringLiteral("approve"));
     m_reject = new QPushButton(tr("Reject"));
@@ -90,6 +93,7 @@ ReviewPanel::ReviewPanel(SessionData* sessionData, Selection* selection, NodeAct
     auto* form = new QFormLayout;
     form->addRow(tr("Reviewer"), m_reviewer);
     form->addRow(tr("Note"), m_note);
+    form->addRow(QString(), m_torch);
     auto* buttons = new QHBoxLayout;
     buttons->addStretch(1);
     buttons->addWidget(m_reject);
@@ -318,6 +322,7 @@ bool ReviewPanel::approve()
     const QString dir = QDir(m_exportRoot).filePath(QStringLiteral("session-%1-node-%2").arg(m_data->sessionId()).arg(n->id));
     core::ExportOptions options;
     options.resourcesDir = m_resourcesDir.toStdString();
+    options.torch = m_torch->isChecked();
     options.review = {{"decision", "approved"}, {"reviewer", reviewer.toStdString()}, {"note", note.toStdString()},
         {"at", core::nowIso()}};
     try {
@@ -333,6 +338,8 @@ bool ReviewPanel::approve()
         QString text = tr("Approved by %1; exported to %2").arg(reviewer, dir);
         if (r.hasTest)
             text += tr(" (check it without Hone: run_test.sh)");
+        if (!r.torchSchema.empty())
+            text += tr("; PyTorch op %1 in torch/").arg(QString::fromStdString(r.torchSchema));
         for (const auto& w : r.warnings)
             text += QStringLiteral("\n") + tr("warning: ") + QString::fromStdString(w);
         showMessage(text, false);

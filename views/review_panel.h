@@ -9,6 +9,7 @@
 class QLabel;
 class QLineEdit;
 class QListWidget;
+class QCheckBox;
 class QPlainTextEdit;
 class QPushButton;
 
@@ -93,6 +94,7 @@ private:
     QListWidget* m_history = nullptr;
     QLineEdit* m_reviewer = nullptr;
     QPlainTextEdit* m_note = nullptr;
+    QCheckBox* m_torch = nullptr;
     QPushButton* m_approve = nullptr;
     QPushButton* m_reject = nullptr;
     QPushButton* m_reviewSelected = nullptr;
