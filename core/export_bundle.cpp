@@ -50,22 +50,6 @@ std::string shellQuote(const std::string& text)
     return out + "'";
 }
 
-/// A C++ string literal.
-std::string cString(const std::string& text)
-{
-    std::string out = "\"";
-    for (char c : text) {
-        if (c == '"' || c == '\\')
-            out += '\\';
-        if (c == '\n') {
-            out += "\\n";
-            continue;
-        }
-        out += c;
-    }
-    return out + "\"";
-}
-
 /// A C++ double literal that reads back as `v`.
 std::string cDouble(double v)
 {
@@ -963,6 +947,21 @@ SpeedupInterval speedupInterval(const nlohmann::json& timing)
         return out;
     }
     return pairedSpeedupInterval(samples(timing), samples(baseline));
+}
+
+std::string cString(const std::string& text)
+{
+    std::string out = "\"";
+    for (char c : text) {
+        if (c == '"' || c == '\\')
+            out += '\\';
+        if (c == '\n') {
+            out += "\\n";
+            continue;
+        }
+        out += c;
+    }
+    return out + "\"";
 }
 
 std::string kernelHeaderText(const ExportOptions& options)

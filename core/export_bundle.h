@@ -70,6 +70,9 @@ SpeedupInterval speedupInterval(const nlohmann::json& timing);
 /// the node's stored reviews. Throws ExportError when the session has no such candidate node.
 nlohmann::json buildEvidence(const Store& store, int64_t sessionId, int64_t nodeId);
 
+/// `text` as a C++ string literal (quotes, backslashes and newlines escaped), for generated code.
+std::string cString(const std::string& text);
+
 /// The text of hone/kernel.h an export copies (options.resourcesDir, $HONE_RESOURCES, the
 /// install or source tree, else the copy built into hone).
 std::string kernelHeaderText(const ExportOptions& options = {});

@@ -56,21 +56,6 @@ std::string identifier(const std::string& text)
     return out;
 }
 
-std::string cString(const std::string& text)
-{
-    std::string out = "\"";
-    for (char ch : text) {
-        if (ch == '"' || ch == '\\')
-            out += '\\';
-        if (ch == '\n') {
-            out += "\\n";
-            continue;
-        }
-        out += ch;
-    }
-    return out + "\"";
-}
-
 std::string number(double v)
 {
     std::ostringstream s;
