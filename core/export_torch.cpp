@@ -206,6 +206,75 @@ TorchSignature torchSignature(const ProblemSpec& spec)
 
 namespace {
 
+std::vector<std::string> symbolNames(const TorchSignature& sig)
+{
+    std::vector<std::string> out;
+    for (const TorchSymbol& s : sig.symbols)
+        out.push_back(s.name);
+    return out;
+}
+
+} // namespace
+
+std::string dispatchSource(const std::vector<std::string>& symbols, const std::vector<TorchKernel>& kernels)
+{
+    std::ostringstream o;
+    for (size_t i = 0; i < kernels.size(); ++i)
+        o << "extern \"C\" int hone_run_k" << i << "(const hone_args* args);\n";
+    o << "\nnamespace {\n\nstruct Config {\n    int (*run)(const hone_args*);\n    const char* label;\n};\n"
+      << "const Config kConfigs[] = {\n";
+    for (size_t i = 0; i < kernels.size(); ++i)
+        o << "    { hone_run_k" << i << ", " << cString(kernels[i].label) << " },\n";
+    o << "};\nconstexpr int kNumConfigs = " << kernels.size() << ";\n";
+    // The dispatch table: the shapes each configuration was chosen for.
+    const size_t nsym = symbols.size();
+    o << "constexpr int kNumSymbols = " << nsym << ";\n";
+    o << "const char* const kSymbolNames[] = {";
+    for (const auto& name : symbols)
+        o << " " << cString(name) << ",";
+    o << " nullptr };\n";
+    o << "struct Entry {\n    int64_t symbols[kNumSymbols > 0 ? kNumSymbols : 1];\n    int config;\n};\n"
+      << "const Entry kTable[] = {\n";
+    size_t entries = 0;
+    for (size_t k = 0; k < kernels.size(); ++k)
+        for (const ShapeBinding& shape : kernels[k].shapes) {
+            o << "    { {";
+            for (size_t i = 0; i < nsym; ++i) {
+                const auto it = shape.find(symbols[i]);
+                o << (i ? ", " : " ") << (it == shape.end() ? -1 : it->second);
+            }
+            o << " }, " << k << " },\n";
+            ++entries;
+        }
+    if (entries == 0)
+        o << "    { { 0 }, 0 },\n";
+    o << "};\nconstexpr int kTableSize = " << entries << ";\n\n";
+    o << R"cpp(/// The configurations in the order to try them for these symbols: the one chosen for the
+/// nearest shape of the table first (distance in log space, so that an unseen shape goes to the
+/// configuration of the shape most like it), then the others.
+std::vector<int> order(const int64_t* symbols)
+{
+    std::vector<double> best(kNumConfigs, INFINITY);
+    for (int e = 0; e < kTableSize; ++e) {
+        double d = 0;
+        for (int s = 0; s < kNumSymbols; ++s)
+            if (kTable[e].symbols[s] >= 0)
+                d += std::fabs(std::log1p(double(symbols[s])) - std::log1p(double(kTable[e].symbols[s])));
+        best[kTable[e].config] = std::fmin(best[kTable[e].config], d);
+    }
+    std::vector<int> out;
+    for (int c = 0; c < kNumConfigs; ++c)
+        out.push_back(c);
+    std::stable_sort(out.begin(), out.end(), [&](int a, int b) { return best[a] < best[b]; });
+    return out;
+}
+
+)cpp";
+    return o.str();
+}
+
+namespace {
+
 /// The C++ body that binds every symbol (`Sym` is int64_t, or c10::SymInt in the Meta kernel)
 /// and, in the real kernel, checks the inputs against the problem.
 std::string bindSymbols(const ProblemSpec& spec, const TorchSignature& sig, bool checks)
@@ -280,53 +349,9 @@ std::string opSource(const ProblemSpec& spec, const TorchSignature& sig, const s
       << "#include <ATen/ATen.h>\n#include <torch/library.h>\n#include <torch/version.h>\n";
     if (cuda)
         o << "#include <ATen/cuda/CUDAContext.h>\n#include <c10/cuda/CUDAGuard.h>\n";
-    o << "#include \"hone/kernel.h\"\n\n#include <cmath>\n#include <cstdint>\n#include <string>\n#include <vector>\n\n";
-    for (size_t i = 0; i < kernels.size(); ++i)
-        o << "extern \"C\" int hone_run_k" << i << "(const hone_args* args);\n";
-    o << "\nnamespace {\n\nstruct Config {\n    int (*run)(const hone_args*);\n    const char* label;\n};\n"
-      << "const Config kConfigs[] = {\n";
-    for (size_t i = 0; i < kernels.size(); ++i)
-        o << "    { hone_run_k" << i << ", " << cString(kernels[i].label) << " },\n";
-    o << "};\nconstexpr int kNumConfigs = " << kernels.size() << ";\n";
-    // The dispatch table: the shapes each configuration was chosen for.
-    const size_t nsym = sig.symbols.size();
-    o << "constexpr int kNumSymbols = " << nsym << ";\n";
-    o << "struct Entry {\n    int64_t symbols[kNumSymbols > 0 ? kNumSymbols : 1];\n    int config;\n};\n"
-      << "const Entry kTable[] = {\n";
-    size_t entries = 0;
-    for (size_t k = 0; k < kernels.size(); ++k)
-        for (const ShapeBinding& shape : kernels[k].shapes) {
-            o << "    { {";
-            for (size_t s = 0; s < nsym; ++s) {
-                const auto it = shape.find(sig.symbols[s].name);
-                o << (s ? ", " : " ") << (it == shape.end() ? -1 : it->second);
-            }
-            o << " }, " << k << " },\n";
-            ++entries;
-        }
-    if (entries == 0)
-        o << "    { { 0 }, 0 },\n";
-    o << "};\nconstexpr int kTableSize = " << entries << ";\n\n";
-    o << R"cpp(/// The configurations in the order to try them for these symbols: the one chosen for the
-/// nearest shape of the table first (distance in log space, so that an unseen shape goes to the
-/// configuration of the shape most like it), then the others.
-std::vector<int> order(const int64_t* symbols)
-{
-    std::vector<double> best(kNumConfigs, INFINITY);
-    for (int e = 0; e < kTableSize; ++e) {
-        double d = 0;
-        for (int s = 0; s < kNumSymbols; ++s)
-            if (kTable[e].symbols[s] >= 0)
-                d += std::fabs(std::log1p(double(symbols[s])) - std::log1p(double(kTable[e].symbols[s])));
-        best[kTable[e].config] = std::fmin(best[kTable[e].config], d);
-    }
-    std::vector<int> out;
-    for (int c = 0; c < kNumConfigs; ++c)
-        out.push_back(c);
-    std::stable_sort(out.begin(), out.end(), [&](int a, int b) { return best[a] < best[b]; });
-    return out;
-}
-
+    o << "#include \"hone/kernel.h\"\n\n#include <algorithm>\n#include <cmath>\n#include <cstdint>\n#include <string>\n#include <vector>\n\n";
+    o << dispatchSource(symbolNames(sig), kernels);
+    o << R"cpp(
 int32_t honeDtype(at::ScalarType t)
 {
     switch (t) {
@@ -474,7 +499,7 @@ hone_tensor describe(const char* name, const at::Tensor& t)
     // Which configuration serves a shape: the symbols in the order of problem.json's "symbols".
     o << "int64_t config_" << sig.opName << "(c10::IntArrayRef symbols)\n{\n"
       << "    TORCH_CHECK(symbols.size() == size_t(kNumSymbols), \"hone::" << sig.opName
-      << "_config: expected " << nsym << " symbols, got \", std::to_string(symbols.size()));\n"
+      << "_config: expected " << sig.symbols.size() << " symbols, got \", std::to_string(symbols.size()));\n"
       << "    return order(symbols.data()).front();\n}\n\n";
     // A fragment: several packages (one per problem) load into one process.
     o << "TORCH_LIBRARY_FRAGMENT(hone, m)\n{\n    m.def(" << cString(sig.schema) << ");\n"
@@ -627,10 +652,10 @@ TorchPackage writeTorchPackage(const ProblemSpec& spec, const std::vector<TorchK
         if (s.from == TorchSymbol::From::Argument)
             symbolArgs.push_back(s.name);
     problem["symbol_arguments"] = symbolArgs;
-    nlohmann::json symbolNames = nlohmann::json::array();
+    nlohmann::json symbolList = nlohmann::json::array();
     for (const TorchSymbol& s : sig.symbols)
-        symbolNames.push_back(s.name);
-    problem["symbols"] = symbolNames;
+        symbolList.push_back(s.name);
+    problem["symbols"] = symbolList;
     nlohmann::json inputs = nlohmann::json::array();
     for (const TensorSpec& t : spec.inputs)
         inputs.push_back(t.name);

@@ -44,6 +44,12 @@ struct TorchSignature {
 /// bound at all (a problem whose outputs use a symbol no input, relation or argument gives).
 TorchSignature torchSignature(const ProblemSpec& spec);
 
+/// C++ source of a per-shape dispatcher over `kernels` (each must be linked as hone_run_k<i>):
+/// kConfigs, kSymbolNames, kTable and `std::vector<int> order(const int64_t* symbols)`, the
+/// configurations in the order to try them (nearest shape of the table first, in log space).
+/// Leaves an anonymous namespace open; needs <cmath>, <cstdint>, <vector>, <algorithm>.
+std::string dispatchSource(const std::vector<std::string>& symbols, const std::vector<TorchKernel>& kernels);
+
 struct TorchPackage {
     std::vector<std::string> files;      // written, relative to the package folder
     std::vector<std::string> warnings;
