@@ -491,12 +491,15 @@ int main(int argc, char** argv)
 
     std::string nodeSpec, outDir;
     auto* exp = app.add_subcommand("export", "write a node's source, knobs, build script and evidence to DIR");
-    exp->add_option("node", nodeSpec, "SESSION/NODE, e.g. 3/17")->required();
+    exp->add_option("node", nodeSpec, "SESSION/NODE, e.g. 3/17 (SESSION with --portfolio)")->required();
     exp->add_option("dir", outDir, "output folder")->required();
     bool allowFailedReverify = false;
     exp->add_flag("--allow-failed-reverify", allowFailedReverify,
         "export a node that failed its re-verification anyway, for inspection");
-    bool exportTorch = false;
+    bool exportTorch = false, exportPortfolio = false;
+    exp->add_flag("--portfolio", exportPortfolio,
+        "export a session's per-shape portfolio: give SESSION instead of SESSION/NODE (the fastest node per bench shape, "
+        "one source that dispatches by shape)");
     exp->add_flag("--torch", exportTorch,
         "also write DIR/torch: a PyTorch extension registering torch.ops.hone.PROBLEM, with a pytest and a README");
 
@@ -570,7 +573,7 @@ int main(int argc, char** argv)
         if (*exportTorchCmd)
             return app::cmdExportTorch(torchProblem, torchSource, torchOut, torchKnobs);
         if (*exp)
-            return app::cmdExport(g.store, nodeSpec, outDir, allowFailedReverify, exportTorch);
+            return app::cmdExport(g.store, nodeSpec, outDir, allowFailedReverify, exportTorch, exportPortfolio);
     } catch (const CLI::ParseError& e) {
         return app::reportParseError(app, e);
     } catch (const std::exception& e) {

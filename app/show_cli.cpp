@@ -5,6 +5,7 @@
 #include "app/cli_common.h"
 #include "app/exit_code.h"
 #include "core/export_bundle.h"
+#include "core/export_portfolio.h"
 #include "core/export_torch.h"
 #include "core/problem_spec.h"
 #include "core/knobs.h"
@@ -152,8 +153,34 @@ int cmdShow(const std::string& storePath, std::optional<int64_t> session)
 }
 
 int cmdExport(const std::string& storePath, const std::string& nodeSpec, const std::string& outDir,
-    bool allowFailedReverify, bool torch)
+    bool allowFailedReverify, bool torch, bool portfolio)
 {
+    if (portfolio) {
+        int64_t sessionId = 0;
+        try {
+            size_t used = 0;
+            sessionId = std::stoll(nodeSpec, &used);
+            if (used != nodeSpec.size())
+                throw std::invalid_argument(nodeSpec);
+        } catch (const std::exception&) {
+            throw CliError(ExitCode::Usage, "--portfolio exports a session: expected SESSION, e.g. 3, got '" + nodeSpec + "'");
+        }
+        requireExistingStore(storePath);
+        core::Store store(storePath);
+        core::ExportOptions options;
+        options.torch = torch;
+        const core::ExportResult r = core::exportPortfolio(store, sessionId, outDir, options);
+        std::printf("exported the portfolio of session %lld to %s: %zu configuration(s) for %zu shape(s); %s\n",
+            static_cast<long long>(sessionId), r.dir.string().c_str(), r.evidence["configurations"].size(),
+            r.evidence["shapes"].size(), "portfolio.json holds the table");
+        std::printf("check it through Hone's harness: hone eval PROBLEM %s/portfolio.%s\n", r.dir.string().c_str(),
+            r.lang == "cuda" ? "cu" : "cpp");
+        if (!r.torchSchema.empty())
+            std::printf("PyTorch op %s in %s/torch\n", r.torchSchema.c_str(), r.dir.string().c_str());
+        for (const auto& w : r.warnings)
+            std::fprintf(stderr, "hone: warning: %s\n", w.c_str());
+        return 0;
+    }
     auto slash = nodeSpec.find('/');
     if (slash == std::string::npos)
         throw CliError(ExitCode::Usage, "node '" + nodeSpec + "': expected SESSION/NODE, e.g. 3/17");

@@ -13,7 +13,7 @@ int cmdShow(const std::string& storePath, std::optional<int64_t> session);
 
 /// `hone export SESSION/NODE DIR`: the node's source, knobs, build script and evidence.
 int cmdExport(const std::string& storePath, const std::string& nodeSpec, const std::string& outDir,
-    bool allowFailedReverify = false, bool torch = false);
+    bool allowFailedReverify = false, bool torch = false, bool portfolio = false);
 
 /// `hone export-torch PROBLEM SOURCE DIR [--knob NAME=VALUE]...`: the PyTorch package of a kernel
 /// file that no session stored (a hand-written kernel, a documented best configuration).

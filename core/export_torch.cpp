@@ -578,28 +578,15 @@ std::string readme(const ProblemSpec& spec, const TorchSignature& sig, const std
 
 } // namespace
 
-TorchPackage writeTorchPackage(const ProblemSpec& spec, const std::vector<TorchKernel>& kernels, const std::string& lang,
-    const std::string& kernelHeader, const fs::path& dir, const std::string& cudaArch)
+KernelConfigurations writeKernelConfigurations(const std::vector<TorchKernel>& kernels, const std::string& lang,
+    const fs::path& dir)
 {
-    if (kernels.empty())
-        throw ExportError("a PyTorch package needs at least one kernel configuration");
-    if (lang != "cpp" && lang != "cuda")
-        throw ExportError("`hone export --torch` builds C++ and CUDA kernels; this candidate is " + lang);
-    if (spec.inputs.empty() || spec.outputs.empty())
-        throw ExportError("problem '" + spec.name + "' has no inputs or no outputs: nothing to make an op of");
-    TorchPackage p;
-    p.signature = torchSignature(spec);
-    const TorchSignature& sig = p.signature;
-    const bool cuda = lang == "cuda";
-    const Writer write { dir, &p };
-    bool workspace = false;
-    for (const TorchKernel& k : kernels)
-        workspace = workspace || k.sourceText.find("workspace") != std::string::npos;
-
-    // Sources: every configuration's candidate, and a wrapper that defines its knobs and renames
-    // its hone_run, so that several configurations link into one library.
-    const std::string ext = cuda ? ".cu" : ".cpp";
-    std::vector<std::string> sources = { "hone_" + sig.opName + "_op.cpp" };
+    KernelConfigurations out;
+    TorchPackage files;
+    const Writer write { dir, &files };
+    // Every configuration's candidate, and a wrapper that defines its knobs and renames its
+    // hone_run, so that several configurations link into one library.
+    const std::string ext = lang == "cuda" ? ".cu" : ".cpp";
     std::set<std::string> flags;
     for (size_t i = 0; i < kernels.size(); ++i) {
         const TorchKernel& k = kernels[i];
@@ -627,16 +614,43 @@ TorchPackage writeTorchPackage(const ProblemSpec& spec, const std::vector<TorchK
         }
         const std::string wrapper = "k" + std::to_string(i) + "_config" + ext;
         write(wrapper, w.str());
-        sources.push_back(wrapper);
+        out.sources.push_back(wrapper);
         if (!k.flags.empty())
             flags.insert(k.flags);
     }
     if (flags.size() > 1)
-        p.warnings.push_back("the configurations were measured with different extra flags; the package builds all of them with "
-            "every flag");
-    std::string extra;
+        out.warnings.push_back("the configurations were measured with different extra flags; the build applies every flag to "
+                               "all of them");
     for (const auto& f : flags)
-        extra += (extra.empty() ? "" : " ") + f;
+        out.extraFlags += (out.extraFlags.empty() ? "" : " ") + f;
+    out.files = files.files;
+    return out;
+}
+
+TorchPackage writeTorchPackage(const ProblemSpec& spec, const std::vector<TorchKernel>& kernels, const std::string& lang,
+    const std::string& kernelHeader, const fs::path& dir, const std::string& cudaArch)
+{
+    if (kernels.empty())
+        throw ExportError("a PyTorch package needs at least one kernel configuration");
+    if (lang != "cpp" && lang != "cuda")
+        throw ExportError("`hone export --torch` builds C++ and CUDA kernels; this candidate is " + lang);
+    if (spec.inputs.empty() || spec.outputs.empty())
+        throw ExportError("problem '" + spec.name + "' has no inputs or no outputs: nothing to make an op of");
+    TorchPackage p;
+    p.signature = torchSignature(spec);
+    const TorchSignature& sig = p.signature;
+    const bool cuda = lang == "cuda";
+    const Writer write { dir, &p };
+    bool workspace = false;
+    for (const TorchKernel& k : kernels)
+        workspace = workspace || k.sourceText.find("workspace") != std::string::npos;
+
+    const KernelConfigurations written = writeKernelConfigurations(kernels, lang, dir);
+    p.files = written.files;
+    p.warnings = written.warnings;
+    std::vector<std::string> sources = { "hone_" + sig.opName + "_op.cpp" };
+    sources.insert(sources.end(), written.sources.begin(), written.sources.end());
+    const std::string& extra = written.extraFlags;
 
     write("hone/kernel.h", kernelHeader);
     write(sources.front(), opSource(spec, sig, kernels, cuda, workspace));

@@ -50,6 +50,19 @@ TorchSignature torchSignature(const ProblemSpec& spec);
 /// Leaves an anonymous namespace open; needs <cmath>, <cstdint>, <vector>, <algorithm>.
 std::string dispatchSource(const std::vector<std::string>& symbols, const std::vector<TorchKernel>& kernels);
 
+/// The configuration sources written for a package or a dispatcher.
+struct KernelConfigurations {
+    std::vector<std::string> sources;    // k<i>_config.{cpp,cu}, to compile
+    std::vector<std::string> files;      // every file written, relative to the folder
+    std::string extraFlags;              // the union of the configurations' flags
+    std::vector<std::string> warnings;
+};
+
+/// Writes kernels/ and one wrapper per configuration (knobs #defined, hone_run renamed
+/// hone_run_k<i>, a namespace each when there are several) into `dir`.
+KernelConfigurations writeKernelConfigurations(const std::vector<TorchKernel>& kernels, const std::string& lang,
+    const std::filesystem::path& dir);
+
 struct TorchPackage {
     std::vector<std::string> files;      // written, relative to the package folder
     std::vector<std::string> warnings;
