@@ -8,6 +8,9 @@
 #include "cuda_backend.h"
 #endif
 #include "evaluator.h"
+#ifdef HONE_WITH_HIP
+#include "hip_backend.h"
+#endif
 #include "runner_backend.h"
 #include "runner_wire.h"
 
@@ -58,10 +61,17 @@ public:
         , m_cuda(cacheDir)
         , m_cudaEvaluator(m_cuda, m_runners, channel)
 #endif
+#ifdef HONE_WITH_HIP
+        , m_hip(cacheDir)
+        , m_hipEvaluator(m_hip, m_runners, channel)
+#endif
     {
         m_evaluator.setReferenceCache(cacheDir);
 #ifdef HONE_WITH_CUDA
         m_cudaEvaluator.setReferenceCache(cacheDir);
+#endif
+#ifdef HONE_WITH_HIP
+        m_hipEvaluator.setReferenceCache(cacheDir);
 #endif
     }
 
@@ -155,9 +165,49 @@ private:
             return true;
 #endif
         }
+        if (lang == "hip")
+            return evaluateHip(request);
         m_channel.send(m_evaluator.evaluate(request));
         m_channel.clearContext();
         return true;
+    }
+
+    /// HIP: the request's `hip_arch` picks the gfx target; without an AMD GPU only compile-only
+    /// requests (compile errors, registers, occupancy, ISA) are served, anything else refused.
+    bool evaluateHip(const nlohmann::json& request)
+    {
+        const std::string id = backends::requestId(request);
+#ifdef HONE_WITH_HIP
+        if (auto a = request.find("hip_arch"); a != request.end() && !a->is_null()) {
+            const std::string why = a->is_string() ? m_hip.selectArch(a->get<std::string>()) : "hip_arch is not a string";
+            if (!why.empty()) {
+                refuse(id, why);
+                return true;
+            }
+        }
+        bool needsDevice = true;
+        if (auto st = request.find("stages"); st != request.end() && st->is_array()) {
+            needsDevice = false;
+            for (const auto& s : *st)
+                needsDevice |= s == "check" || s == "time";
+        }
+        if (needsDevice && !m_hip.available()) {
+            refuse(id, "cannot evaluate HIP candidates on this host: " + m_hip.unavailableReason()
+                    + "; only compile-only requests (stages [\"compile\"]) work without an AMD GPU");
+            return true;
+        }
+        nlohmann::json result = m_hipEvaluator.evaluate(request);
+        const bool lost = m_hip.deviceLost();
+        if (lost)
+            result["device_lost"] = true;
+        m_channel.send(result);
+        m_channel.clearContext();
+        return !lost;
+#else
+        refuse(id, "this hone-worker was built without the HIP backend; rebuild it where hipcc and "
+                   "hip/hip_runtime_api.h are installed");
+        return true;
+#endif
     }
 
     void refuse(const std::string& id, const std::string& message)
@@ -181,6 +231,18 @@ private:
             msg["cuda_unavailable"] = m_cuda.unavailableReason();
         msg["nvcc"] = m_cuda.compilerVersion();
 #endif
+#ifdef HONE_WITH_HIP
+        for (const auto& d : m_hip.devices())
+            msg["devices"].push_back(d);
+        msg["backends"]["hip"] = m_hip.available();
+        if (!m_hip.available())
+            msg["hip_unavailable"] = m_hip.unavailableReason();
+        msg["hipcc"] = m_hip.compilerVersion();
+        msg["hip_arch"] = m_hip.arch();
+        msg["rocm"] = m_hip.rocmVersion();
+#else
+        msg["hip_unavailable"] = "this hone-worker was built without the HIP backend (no hipcc or HIP headers at build time)";
+#endif
         msg["compiler"] = m_compiler.versionLine();
         const backends::SandboxInfo& sandbox = backends::sandboxInfo();
         msg["sandbox"] = { { "enabled", sandbox.enabled }, { "available", sandbox.available } };
@@ -203,11 +265,18 @@ private:
         if (which == "cuda")
             device = &m_cuda;
 #endif
+#ifdef HONE_WITH_HIP
+        if (which == "hip")
+            device = &m_hip;
+#endif
         if (device->kind() != which)
             return core::protocol::makeFailure(id, FailureKind::WorkerError, "calibrate",
                 "this hone-worker has no '" + which + "' backend; expected kind cpu"
 #ifdef HONE_WITH_CUDA
                     " or cuda"
+#endif
+#ifdef HONE_WITH_HIP
+                    " or hip"
 #endif
             );
         try {
@@ -232,6 +301,10 @@ private:
 #ifdef HONE_WITH_CUDA
     backends::CudaBackend m_cuda;
     backends::Evaluator m_cudaEvaluator;
+#endif
+#ifdef HONE_WITH_HIP
+    backends::HipBackend m_hip;
+    backends::Evaluator m_hipEvaluator;
 #endif
 };
 
