@@ -16,6 +16,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <sstream>
 
 using namespace hone;
@@ -162,6 +163,9 @@ TEST(HipCompile, EveryBundledSeedCompilesForCdna2AndCdna3WithAnalysis)
 {
     if (!haveHipcc())
         GTEST_SKIP() << "no hipcc: " << hello().dump();
+    // Every (seed, architecture) pair as one job, two workers at a time (the compiles dominate).
+    std::map<std::string, std::string> archOf;
+    std::vector<nlohmann::json> requests;
     int seeds = 0;
     for (const auto& problem : fs::directory_iterator(sourceDir() / "resources" / "problems" / "ads")) {
         for (const auto& file : fs::directory_iterator(problem.path() / "seeds")) {
@@ -174,28 +178,43 @@ TEST(HipCompile, EveryBundledSeedCompilesForCdna2AndCdna3WithAnalysis)
             for (const auto& [k, v] : space.initial().value_or(core::KnobValues {}))
                 knobs[k] = v;
             for (const std::string& arch : { std::string("gfx90a"), cdna3Arch() }) {
-                SCOPED_TRACE(file.path().string() + " for " + arch);
-                const nlohmann::json r = evaluate(request(problem.path(), file.path().filename().string(), source, knobs, arch));
-                ASSERT_EQ(r.value("status", std::string()), "ok") << failureMessage(r);
-                const auto& c = r["compile"];
-                EXPECT_NE(c["command"].get<std::string>().find("--offload-arch=" + arch), std::string::npos);
-                const auto& res = c["resources"];
-                ASSERT_TRUE(res.is_array() && !res.empty()) << c.dump();
-                for (const auto& k : res) {
-                    EXPECT_GT(k["vgprs"].get<int>(), 0) << k.dump();
-                    EXPECT_GT(k["sgprs"].get<int>(), 0) << k.dump();
-                    EXPECT_GE(k["lds_bytes"].get<int>(), 0) << k.dump();
-                    EXPECT_EQ(k["wavefront_size"].get<int>(), 64) << k.dump();
-                    ASSERT_TRUE(k.contains("descriptor")) << k.dump();
-                    const auto& o = k["occupancy"];
-                    EXPECT_GT(o["occupancy"].get<double>(), 0.0) << k.dump();
-                    EXPECT_LE(o["occupancy"].get<double>(), 1.0) << k.dump();
-                    EXPECT_FALSE(o["limiter"].get<std::string>().empty()) << k.dump();
-                    EXPECT_EQ(o["family"].get<std::string>(), arch == "gfx90a" ? "CDNA2" : "CDNA3");
-                }
-                EXPECT_NE(c.value("isa", std::string()).find("s_endpgm"), std::string::npos);
+                requests.push_back(request(problem.path(), file.path().filename().string(), source, knobs, arch));
+                requests.back()["id"] = problem.path().filename().string() + "/" + file.path().filename().string() + "@" + arch;
+                archOf[requests.back()["id"]] = arch;
             }
         }
+    }
+    backends::LocalExecutorConfig cfg = config();
+    cfg.parallel = 2;
+    backends::LocalExecutor exec(cfg);
+    for (const auto& req : requests)
+        exec.submit(core::EvalJob { req["id"], req });
+    for (size_t done = 0; done < requests.size();) {
+        const std::optional<core::EvalDone> d = exec.next(std::chrono::milliseconds(200));
+        if (!d)
+            continue;
+        ++done;
+        const nlohmann::json& r = d->result;
+        const std::string arch = archOf[d->id];
+        SCOPED_TRACE(d->id);
+        ASSERT_EQ(r.value("status", std::string()), "ok") << failureMessage(r);
+        const auto& c = r["compile"];
+        EXPECT_NE(c["command"].get<std::string>().find("--offload-arch=" + arch), std::string::npos);
+        const auto& res = c["resources"];
+        ASSERT_TRUE(res.is_array() && !res.empty()) << c.dump();
+        for (const auto& k : res) {
+            EXPECT_GT(k["vgprs"].get<int>(), 0) << k.dump();
+            EXPECT_GT(k["sgprs"].get<int>(), 0) << k.dump();
+            EXPECT_GE(k["lds_bytes"].get<int>(), 0) << k.dump();
+            EXPECT_EQ(k["wavefront_size"].get<int>(), 64) << k.dump();
+            ASSERT_TRUE(k.contains("descriptor")) << k.dump();
+            const auto& o = k["occupancy"];
+            EXPECT_GT(o["occupancy"].get<double>(), 0.0) << k.dump();
+            EXPECT_LE(o["occupancy"].get<double>(), 1.0) << k.dump();
+            EXPECT_FALSE(o["limiter"].get<std::string>().empty()) << k.dump();
+            EXPECT_EQ(o["family"].get<std::string>(), arch == "gfx90a" ? "CDNA2" : "CDNA3");
+        }
+        EXPECT_NE(c.value("isa", std::string()).find("s_endpgm"), std::string::npos);
     }
     EXPECT_EQ(seeds, 9) << "one HIP seed per ads problem";
 }
