@@ -13,6 +13,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -213,6 +214,11 @@ TEST(HipCompile, EveryBundledSeedCompilesForCdna2AndCdna3WithAnalysis)
             EXPECT_LE(o["occupancy"].get<double>(), 1.0) << k.dump();
             EXPECT_FALSE(o["limiter"].get<std::string>().empty()) << k.dump();
             EXPECT_EQ(o["family"].get<std::string>(), arch == "gfx90a" ? "CDNA2" : "CDNA3");
+            // The figures, for the log of this test (docs/HIP.md quotes them).
+            std::printf("  %-44s %-34.34s VGPR %3d AGPR %2d SGPR %3d LDS %6d scratch %4d | %d threads: %4.1f waves/SIMD, %s\n",
+                d->id.c_str(), k["name"].get<std::string>().c_str(), k["vgprs"].get<int>(), k["agprs"].get<int>(),
+                k["sgprs"].get<int>(), k["lds_bytes"].get<int>(), k["scratch_bytes"].get<int>(), o["block"].get<int>(),
+                o["waves_per_simd"].get<double>(), o["limiter"].get<std::string>().c_str());
         }
         EXPECT_NE(c.value("isa", std::string()).find("s_endpgm"), std::string::npos);
     }
