@@ -137,6 +137,7 @@ HipBackend::HipBackend(fs::path cacheDir)
 {
     if (const char* a = std::getenv("HONE_HIP_ARCH"); a && *a)
         m_arch = a;
+    m_defaultArch = m_arch;
     hip::Runtime& rt = *m_rt;
     if (!rt.available())
         return;
@@ -150,6 +151,7 @@ HipBackend::HipBackend(fs::path cacheDir)
     const std::string gcn = prop.gcnArchName; // "gfx90a:sramecc+:xnack-"
     m_deviceArch = gcn.substr(0, gcn.find(':'));
     m_arch = m_deviceArch;
+    m_defaultArch = m_arch;
     m_cus = prop.multiProcessorCount;
     m_l2Bytes = prop.l2CacheSize;
     m_memoryBytes = prop.totalGlobalMem;
@@ -188,8 +190,10 @@ std::string HipBackend::unavailableReason() const
 
 std::string HipBackend::selectArch(const std::string& arch)
 {
-    if (arch.empty())
+    if (arch.empty()) {
+        m_arch = m_defaultArch; // a persistent worker: the last request's choice does not stick
         return {};
+    }
     if (!hip::archLimits(arch))
         return "hip_arch '" + arch + "' is not an architecture Hone knows; expected gfx90a, gfx940, gfx941 or gfx942";
     if (!m_deviceArch.empty() && arch != m_deviceArch)

@@ -25,8 +25,8 @@ public:
     bool canCompile() const { return !m_hipcc.empty(); }
     /// The gfx target compiles are for: the device's when there is one.
     const std::string& arch() const { return m_arch; }
-    /// A request's `hip_arch`: empty when accepted (compiles are for it from now on), else why
-    /// not (an unknown name, or not the architecture of this host's GPU).
+    /// A request's `hip_arch` ("" for the default): empty when accepted (this request's compiles
+    /// are for it), else why not (an unknown name, or not the architecture of this host's GPU).
     std::string selectArch(const std::string& arch);
     /// ROCm version ("5.2.21153") from the runtime, else from hipcc; "" when neither says.
     std::string rocmVersion();
@@ -74,6 +74,7 @@ private:
     std::string m_hipccVersion;
     bool m_hipccVersionRead = false;
     std::string m_arch = "gfx90a";
+    std::string m_defaultArch = "gfx90a"; // the device's, else $HONE_HIP_ARCH, else gfx90a
     std::string m_deviceArch; // the GPU's, when there is one
 
     std::string m_name;

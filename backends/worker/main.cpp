@@ -178,8 +178,12 @@ private:
     {
         const std::string id = backends::requestId(request);
 #ifdef HONE_WITH_HIP
-        if (auto a = request.find("hip_arch"); a != request.end() && !a->is_null()) {
-            const std::string why = a->is_string() ? m_hip.selectArch(a->get<std::string>()) : "hip_arch is not a string";
+        {
+            const auto a = request.find("hip_arch");
+            const bool given = a != request.end() && !a->is_null();
+            const std::string why = !given ? m_hip.selectArch("")
+                : a->is_string()           ? m_hip.selectArch(a->get<std::string>())
+                                           : "hip_arch is not a string";
             if (!why.empty()) {
                 refuse(id, why);
                 return true;
