@@ -231,6 +231,20 @@ std::string HipBackend::compilerVersion()
 {
     if (!m_hipccVersionRead) {
         m_hipccVersionRead = true;
+        // hipcc --version takes about a second (Debian's probes for GPUs on the way): the answer
+        // is kept per hipcc binary (path, size, mtime) under the cache.
+        std::error_code ec;
+        const auto size = m_hipcc.empty() ? 0 : fs::file_size(m_hipcc, ec);
+        const auto mtime = m_hipcc.empty() ? fs::file_time_type() : fs::last_write_time(m_hipcc, ec);
+        const fs::path memo = m_cacheDir / ("hipcc-version-"
+            + core::sha256Hex(m_hipcc + "\n" + std::to_string(size) + "\n"
+                + std::to_string(mtime.time_since_epoch().count())).substr(0, 16) + ".txt");
+        bool memoOk = false;
+        if (!m_hipcc.empty())
+            m_hipccVersion = trimRight(readFile(memo, &memoOk));
+        if (memoOk && !m_hipccVersion.empty())
+            return m_hipccVersion;
+        m_hipccVersion.clear();
         if (!m_hipcc.empty()) {
             const ProcessResult r = runProcess({ m_hipcc, "--version" }, {}, 60);
             // "HIP version: 5.2.21153-0" and the clang line: both decide the code.
@@ -239,6 +253,13 @@ std::string HipBackend::compilerVersion()
             while (std::getline(in, line))
                 if (line.find("HIP version") != std::string::npos || line.find("clang version") != std::string::npos)
                     m_hipccVersion += (m_hipccVersion.empty() ? "" : ", ") + trimRight(line);
+            if (!m_hipccVersion.empty()) {
+                try {
+                    writeFileAtomically(memo, m_hipccVersion + "\n");
+                } catch (const std::exception&) {
+                    // a read-only cache only costs the next worker a second
+                }
+            }
         }
     }
     return m_hipccVersion;

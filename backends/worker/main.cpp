@@ -21,6 +21,7 @@
 #include <cstring>
 #include <exception>
 #include <filesystem>
+#include <memory>
 #include <string>
 
 #ifndef HONE_WORKER_VERSION
@@ -62,18 +63,28 @@ public:
         , m_cudaEvaluator(m_cuda, m_runners, channel)
 #endif
 #ifdef HONE_WITH_HIP
-        , m_hip(cacheDir)
-        , m_hipEvaluator(m_hip, m_runners, channel)
+        , m_cacheDir(cacheDir)
 #endif
     {
         m_evaluator.setReferenceCache(cacheDir);
 #ifdef HONE_WITH_CUDA
         m_cudaEvaluator.setReferenceCache(cacheDir);
 #endif
-#ifdef HONE_WITH_HIP
-        m_hipEvaluator.setReferenceCache(cacheDir);
-#endif
     }
+
+#ifdef HONE_WITH_HIP
+    /// Made on first use (hello, a HIP eval or calibrate): a worker that evaluates CPU or CUDA
+    /// code never loads ROCm.
+    backends::HipBackend& hip()
+    {
+        if (!m_hip) {
+            m_hip = std::make_unique<backends::HipBackend>(m_cacheDir);
+            m_hipEvaluator = std::make_unique<backends::Evaluator>(*m_hip, m_runners, m_channel);
+            m_hipEvaluator->setReferenceCache(m_cacheDir);
+        }
+        return *m_hip;
+    }
+#endif
 
     void serve()
     {
@@ -181,8 +192,8 @@ private:
         {
             const auto a = request.find("hip_arch");
             const bool given = a != request.end() && !a->is_null();
-            const std::string why = !given ? m_hip.selectArch("")
-                : a->is_string()           ? m_hip.selectArch(a->get<std::string>())
+            const std::string why = !given ? hip().selectArch("")
+                : a->is_string()           ? hip().selectArch(a->get<std::string>())
                                            : "hip_arch is not a string";
             if (!why.empty()) {
                 refuse(id, why);
@@ -195,13 +206,13 @@ private:
             for (const auto& s : *st)
                 needsDevice |= s == "check" || s == "time";
         }
-        if (needsDevice && !m_hip.available()) {
-            refuse(id, "cannot evaluate HIP candidates on this host: " + m_hip.unavailableReason()
+        if (needsDevice && !hip().available()) {
+            refuse(id, "cannot evaluate HIP candidates on this host: " + hip().unavailableReason()
                     + "; only compile-only requests (stages [\"compile\"]) work without an AMD GPU");
             return true;
         }
-        nlohmann::json result = m_hipEvaluator.evaluate(request);
-        const bool lost = m_hip.deviceLost();
+        nlohmann::json result = m_hipEvaluator->evaluate(request);
+        const bool lost = hip().deviceLost();
         if (lost)
             result["device_lost"] = true;
         m_channel.send(result);
@@ -236,14 +247,15 @@ private:
         msg["nvcc"] = m_cuda.compilerVersion();
 #endif
 #ifdef HONE_WITH_HIP
-        for (const auto& d : m_hip.devices())
+        backends::HipBackend& amd = hip();
+        for (const auto& d : amd.devices())
             msg["devices"].push_back(d);
-        msg["backends"]["hip"] = m_hip.available();
-        if (!m_hip.available())
-            msg["hip_unavailable"] = m_hip.unavailableReason();
-        msg["hipcc"] = m_hip.compilerVersion();
-        msg["hip_arch"] = m_hip.arch();
-        msg["rocm"] = m_hip.rocmVersion();
+        msg["backends"]["hip"] = amd.available();
+        if (!amd.available())
+            msg["hip_unavailable"] = amd.unavailableReason();
+        msg["hipcc"] = amd.compilerVersion();
+        msg["hip_arch"] = amd.arch();
+        msg["rocm"] = amd.rocmVersion();
 #else
         msg["hip_unavailable"] = "this hone-worker was built without the HIP backend (no hipcc or HIP headers at build time)";
 #endif
@@ -271,7 +283,7 @@ private:
 #endif
 #ifdef HONE_WITH_HIP
         if (which == "hip")
-            device = &m_hip;
+            device = &hip();
 #endif
         if (device->kind() != which)
             return core::protocol::makeFailure(id, FailureKind::WorkerError, "calibrate",
@@ -307,8 +319,9 @@ private:
     backends::Evaluator m_cudaEvaluator;
 #endif
 #ifdef HONE_WITH_HIP
-    backends::HipBackend m_hip;
-    backends::Evaluator m_hipEvaluator;
+    std::filesystem::path m_cacheDir;
+    std::unique_ptr<backends::HipBackend> m_hip;
+    std::unique_ptr<backends::Evaluator> m_hipEvaluator;
 #endif
 };
 
