@@ -173,8 +173,9 @@ CLI::App* addBenchCommand(CLI::App& app, BenchOptions& o)
     bench->add_option("suite", o.suite, "a folder of problem folders (resources/problems/ads), or one problem")
         ->required()
         ->check(CLI::ExistingDirectory);
-    bench->add_option("--target", o.target, "device kind: cpu, cuda, or auto (each problem's baseline kind)")
-        ->check(CLI::IsMember({ "auto", "cpu", "cuda" }));
+    bench->add_option("--target", o.target,
+              "device kind: cpu, cuda, hip (the problems' .hip seeds, on an AMD GPU), or auto (each problem's baseline kind)")
+        ->check(CLI::IsMember({ "auto", "cpu", "cuda", "hip" }));
     bench->add_option("--budget", o.budget, "evaluations per problem")->check(CLI::Range(1, 1000000));
     bench->add_option("--workers", o.workers, "parallel evaluations")->check(CLI::Range(1, 256));
     bench->add_option("--seed", o.seed, "random seed of every search");
@@ -214,6 +215,8 @@ int runBench(const BenchOptions& o, const std::string& storePath, const Executor
     bool torch = false;
     if (!o.torch) {
         torchWhy = "skipped (--no-torch)";
+    } else if (o.target == "hip") {
+        torchWhy = "skipped (torch_bench.py times CUDA only)";
     } else if (script.empty()) {
         torchWhy = "torch_bench.py not found (set HONE_RESOURCES to the resources folder)";
     } else {

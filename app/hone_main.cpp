@@ -448,7 +448,7 @@ int main(int argc, char** argv)
     std::string problem;
     auto* run = app.add_subcommand("run", "search for a faster kernel for PROBLEM");
     run->add_option("problem", problem, "problem folder (with problem.toml)")->required()->check(CLI::ExistingDirectory);
-    run->add_option("--target", opts.target, "device kind: cpu, cuda, or auto (the baseline seed's kind)")->check(CLI::IsMember({"auto", "cpu", "cuda"}));
+    run->add_option("--target", opts.target, "device kind: cpu, cuda, hip, or auto (the baseline seed's kind)")->check(CLI::IsMember({"auto", "cpu", "cuda", "hip"}));
     run->add_option("--budget", opts.budget, "evaluations, seeds and cache hits included")->check(CLI::Range(1, 1000000));
     run->add_option("--workers", opts.workers, "parallel evaluations")->check(CLI::Range(1, 256));
     run->add_option("--seed", opts.seed, "random seed of the search");

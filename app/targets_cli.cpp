@@ -32,7 +32,7 @@ std::unique_ptr<core::Executor> executorFor(const backends::TargetSpec& t, int p
         cfg.workerPath = t.worker.empty() ? localWorker : t.worker;
         cfg.cacheDir = t.cacheDir.empty() ? localCacheDir : t.cacheDir;
         cfg.parallel = parallel > 0 ? parallel : t.parallel;
-        const bool gpu = t.device == "cuda";
+        const bool gpu = t.device == "cuda" || t.device == "hip";
         cfg.limits.memoryMiB = gpu ? 16384 : 4096;
         cfg.limits.addressSpaceLimit = !gpu;
         return std::make_unique<backends::LocalExecutor>(cfg);
@@ -168,6 +168,28 @@ int runTargets(const TargetsCliOptions& opts, const std::string& localWorker)
             row.update({{"ok", true}, {"protocol", h.value("protocol", 0)}, {"worker_version", h.value("version", "")},
                 {"devices", h.value("devices", nlohmann::json::array())}, {"compiler", h.value("compiler", "")},
                 {"latency_ms", ms}, {"persistent", t.persistent}});
+            // An AMD target: its GPU and ROCm, or why the worker sees none, and whether the GPU is
+            // the architecture the targets file names.
+            std::string hipLine;
+            if (t.device == "hip") {
+                std::string gpu;
+                std::string arch;
+                for (const auto& d : h.value("devices", nlohmann::json::array()))
+                    if (d.value("kind", std::string()) == "hip") {
+                        gpu = d.value("name", std::string("?"));
+                        arch = d.value("arch", std::string());
+                    }
+                row["hip"] = {{"gpu", gpu}, {"arch", arch}, {"rocm", h.value("rocm", std::string())},
+                    {"hipcc", h.value("hipcc", std::string())}, {"unavailable", h.value("hip_unavailable", std::string())}};
+                hipLine = "ROCm " + (h.value("rocm", std::string()).empty() ? std::string("?") : h.value("rocm", std::string()))
+                    + ", hipcc " + (h.value("hipcc", std::string()).empty() ? std::string("missing") : h.value("hipcc", std::string()))
+                    + "; " + (gpu.empty() ? "no GPU: " + h.value("hip_unavailable", std::string("?")) : "GPU " + gpu + " (" + arch + ")");
+                if (!t.hipArch.empty() && !arch.empty() && arch != t.hipArch) {
+                    ++bad;
+                    hipLine += "; MISMATCH: the targets file says hip_arch = " + t.hipArch;
+                    row["hip"]["mismatch"] = true;
+                }
+            }
             std::string ceilingLine;
             if (opts.ceilings) {
                 nlohmann::json c = exec->ceilings(t.device);
@@ -192,6 +214,8 @@ int runTargets(const TargetsCliOptions& opts, const std::string& localWorker)
                 std::printf("%-16s ok      %s%s, protocol %d, worker %s, %.0f ms round trip; devices: %s\n",
                     t.name.c_str(), t.executor.c_str(), t.persistent ? " (persistent)" : "", h.value("protocol", 0),
                     h.value("version", std::string("?")).c_str(), ms, devices.c_str());
+                if (!hipLine.empty())
+                    std::printf("%-16s         hip: %s\n", "", hipLine.c_str());
                 if (!ceilingLine.empty())
                     std::printf("%-16s         ceilings %s: %s\n", "", t.device.c_str(), ceilingLine.c_str());
             }

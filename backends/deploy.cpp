@@ -116,6 +116,13 @@ WorkerSources collectSources(const fs::path& src, const std::string& targetName)
     for (const auto& f :
         cmakeList(readText(src / "core/CMakeLists.txt"), "add_library(hone_proto STATIC", ".cpp"))
         ws.sources.push_back("core/" + f);
+    // The code-object analysis is plain C++ (built everywhere); the HIP backend's files are
+    // shipped for a cmake build on a host with ROCm.
+    for (const auto& f : cmakeList(wtext, "add_library(hone_hip_analysis STATIC", ".cpp"))
+        ws.sources.push_back("backends/worker/" + f);
+    std::vector<std::string> hipSources;
+    for (const auto& f : cmakeList(wtext, "set(_hone_hip_sources", ".cpp"))
+        hipSources.push_back("backends/worker/" + f);
     if (ws.sources.size() < 2)
         throw missing("cannot find the source lists of hone-worker and hone_proto in " + workerCMake
             + " and core/CMakeLists.txt");
@@ -143,6 +150,7 @@ WorkerSources collectSources(const fs::path& src, const std::string& targetName)
     // Sources and every header they include, transitively.
     std::vector<std::string> todo = ws.sources;
     todo.insert(todo.end(), ws.cudaSources.begin(), ws.cudaSources.end());
+    todo.insert(todo.end(), hipSources.begin(), hipSources.end());
     static const std::regex includeRe(R"re(#\s*include\s+"([^"]+)")re");
     while (!todo.empty()) {
         const std::string rel = todo.back();

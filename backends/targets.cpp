@@ -95,7 +95,7 @@ private:
     {
         static const std::vector<std::string> allowed = {"executor", "host", "ssh_config", "partition",
             "gpus_per_task", "time_limit", "queue_timeout", "extra_args", "worker", "cache_dir", "device", "parallel", "retries",
-            "persistent"};
+            "persistent", "hip_arch"};
         const std::string path = "targets." + name;
         for (auto&& [k, v] : t) {
             if (std::find(allowed.begin(), allowed.end(), std::string(k.str())) == allowed.end()) {
@@ -136,9 +136,17 @@ private:
         s.worker = str(t, path, "worker", "");
         s.cacheDir = str(t, path, "cache_dir", "");
         s.device = str(t, path, "device", "cpu");
-        if (s.device != "cpu" && s.device != "cuda")
+        if (s.device != "cpu" && s.device != "cuda" && s.device != "hip")
             fail(t.get("device")->source(), path + ".device", "unknown device kind '" + s.device + "'",
-                "\"cpu\" or \"cuda\"");
+                "\"cpu\", \"cuda\" or \"hip\"");
+        s.hipArch = str(t, path, "hip_arch", "");
+        if (t.get("hip_arch") && s.device != "hip")
+            fail(t.get("hip_arch")->source(), path + ".hip_arch", "only AMD targets have a gfx architecture",
+                "hip_arch only with device = \"hip\"");
+        if (!s.hipArch.empty() && s.hipArch != "gfx90a" && s.hipArch != "gfx940" && s.hipArch != "gfx941"
+            && s.hipArch != "gfx942")
+            fail(t.get("hip_arch")->source(), path + ".hip_arch", "unknown architecture '" + s.hipArch + "'",
+                "gfx90a (MI200), gfx940, gfx941 or gfx942 (MI300)");
         s.parallel = integer(t, path, "parallel", 1, 1, 256);
         s.retries = integer(t, path, "retries", 2, 0, 20);
         s.persistent = boolean(t, path, "persistent", false);
@@ -242,7 +250,7 @@ RemoteExecutorConfig remoteConfig(const TargetSpec& t, const std::filesystem::pa
         if (double limit = slurmTimeLimitSeconds(t.timeLimit); limit > 0)
             c.recycleSeconds = std::max(limit * 0.5, limit - std::max(0.25 * limit, 300.0));
     }
-    const bool gpu = t.device == "cuda";
+    const bool gpu = t.device == "cuda" || t.device == "hip";
     c.limits.memoryMiB = gpu ? 16384 : 4096;
     c.limits.addressSpaceLimit = !gpu;
     return c;

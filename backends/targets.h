@@ -25,7 +25,8 @@ struct TargetSpec {
     std::vector<std::string> extraArgs; // more ssh or srun options
     std::string worker;              // hone-worker on the target (empty: "hone-worker", or the local default)
     std::string cacheDir;            // on the target
-    std::string device = "cpu";      // cpu, cuda
+    std::string device = "cpu";      // cpu, cuda, hip
+    std::string hipArch;             // hip: the gfx target the host's GPU must be (gfx90a, gfx942...)
     int parallel = 1;
     int retries = 2;
     bool persistent = false;         // one worker serves many requests (docs/REMOTE.md)

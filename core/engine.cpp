@@ -142,9 +142,39 @@ Engine::Engine(Store& store, Executor& executor)
 {
 }
 
-std::string resolveTarget(const ProblemSpec& spec, const std::string& requested)
+namespace {
+
+std::string langOfTarget(const std::string& target)
+{
+    return target == "cuda" ? "cuda" : target == "hip" ? "hip" : "cpp";
+}
+
+/// The baseline for `target`: the problem's, or, where that is for another device, the seed of
+/// the target's language with the same stem (naive.cu -> naive.hip), else its first such seed.
+const Seed* baselineFor(const ProblemSpec& spec, const std::string& target)
 {
     const Seed* base = spec.baselineSeed();
+    if (!base || target.empty() || target == "auto" || base->lang == langOfTarget(target))
+        return base;
+    const std::string lang = langOfTarget(target);
+    const std::string stem = base->fileName.substr(0, base->fileName.rfind('.'));
+    const Seed* first = nullptr;
+    for (const Seed& s : spec.seeds) {
+        if (s.lang != lang)
+            continue;
+        if (s.fileName.substr(0, s.fileName.rfind('.')) == stem)
+            return &s;
+        if (!first)
+            first = &s;
+    }
+    return first ? first : base;
+}
+
+} // namespace
+
+std::string resolveTarget(const ProblemSpec& spec, const std::string& requested)
+{
+    const Seed* base = baselineFor(spec, requested);
     if (!base)
         throw std::runtime_error("problem " + spec.name + " has no baseline seed; set baseline = \"FILE\" in problem.toml");
     const std::string baseTarget = base->lang == "cuda" ? "cuda" : base->lang == "hip" ? "hip" : "cpu";
@@ -190,7 +220,7 @@ void Engine::setup(const RunOptions& options)
     m_error.clear();
 
     m_options.target = resolveTarget(spec, m_options.target);
-    const std::string lang = m_options.target == "cuda" ? "cuda" : "cpp";
+    const std::string lang = langOfTarget(m_options.target);
 
     nlohmann::json hello = m_executor.hello();
     m_device.clear();
@@ -212,7 +242,9 @@ void Engine::setup(const RunOptions& options)
                     ? " (" + hello.value(m_options.target + "_unavailable", std::string()) + ")"
                     : std::string())
             + "; run on a host that has one, or choose another --target");
-    m_toolchain = m_options.target == "cuda" ? hello.value("nvcc", std::string()) : hello.value("compiler", std::string());
+    m_toolchain = m_options.target == "cuda" ? hello.value("nvcc", std::string())
+        : m_options.target == "hip"          ? hello.value("hipcc", std::string())
+                                             : hello.value("compiler", std::string());
     // Calibrate (or load the cached ceilings) once, before candidates are timed in parallel.
     m_ceilings = m_executor.ceilings(m_options.target);
 
@@ -239,7 +271,7 @@ void Engine::setup(const RunOptions& options)
         m_synth.addSource(hash, std::move(space));
         m_sources[hash] = {seed.fileName, seed.source};
     }
-    const Seed* base = spec.baselineSeed();
+    const Seed* base = baselineFor(spec, m_options.target);
     if (!base)
         throw std::runtime_error("problem " + spec.name + " has no baseline seed");
     std::string baseHash = sha256Hex(base->source);
@@ -270,11 +302,13 @@ Report Engine::run(const RunOptions& options, EngineObserver* observer)
     m_store.insertNode(m_session, root);
 
     // The baseline seed is evaluated first: every later speedup is measured against it.
+    // Seeds for the session's device only: a problem may carry .cu and .hip seeds side by side.
     std::vector<const Seed*> order;
-    if (const Seed* b = spec.baselineSeed())
-        order.push_back(b);
+    const Seed* baseSeed = baselineFor(spec, m_options.target);
+    if (baseSeed)
+        order.push_back(baseSeed);
     for (const Seed& s : spec.seeds)
-        if (&s != spec.baselineSeed())
+        if (&s != baseSeed && s.lang == langOfTarget(m_options.target))
             order.push_back(&s);
     for (const Seed* s : order) {
         std::string hash = sha256Hex(s->source);

@@ -149,6 +149,10 @@ std::vector<std::string> compatibleArchs(std::string_view arch)
         std::string base = c.back() == 'a' ? c.substr(0, c.size() - 1) : c;
         return { base, base + "a" };
     }
+    // CDNA3's targets share their per-CU resources and ISA: a gfx942 (MI300X) document holds
+    // for gfx940/gfx941 code, the targets older ROCm (Debian's 5.2) compiles for.
+    if (c == "gfx940" || c == "gfx941" || c == "gfx942")
+        return { "gfx940", "gfx941", "gfx942" };
     if (c == "x86_64-avx512")
         return { c, "x86_64-avx2", "x86_64" };
     if (c == "x86_64-avx2")

@@ -114,6 +114,9 @@ std::vector<Labelled> labelledSet()
             { "hopper-memory-system" } },
         { "LDS per CU", sig({}, "gfx942", "occupancy", {}, {}, { "LDS per work-group" }),
             { "cdna3-mi300x", "hip-porting-notes" } },
+        // Debian's ROCm 5.2 compiles CDNA3 code for gfx940: the gfx942 documents still apply.
+        { "LDS per CU, gfx940", sig({}, "gfx940", "occupancy", {}, {}, { "LDS per work-group" }),
+            { "cdna3-mi300x", "hip-porting-notes" } },
         { "all outputs written",
             sig({}, {}, {}, {}, {}, { "outputs poisoned with NaN, every element written" },
                 { Category::Correctness }),

@@ -980,6 +980,27 @@ void TestViewsInspector::inspectorCompileMessageMovesCursor()
     QCOMPARE(res->item(0, 2)->text(), QStringLiteral("4096"));
     QCOMPARE(res->item(0, 4)->text(), QStringLiteral("8"));
     QCOMPARE(res->item(0, 5)->text(), QStringLiteral("12"));
+
+    // A HIP build: VGPRs, AGPRs, SGPRs, LDS, scratch, spills and occupancy, and the ISA in the log.
+    result["compile"]["resources"] = nlohmann::json::parse(R"json([{"name":"probe(float const*, float*, int)",
+        "vgprs":36,"agprs":4,"sgprs":14,"lds_bytes":4096,"scratch_bytes":272,"vgpr_spills":0,"sgpr_spills":2,
+        "occupancy":{"arch":"gfx90a","block":256,"waves_per_simd":8,"limiter":"none"}}])json");
+    result["compile"]["isa"] = "_Z5probePKfPfi:\n\tv_mfma_f32_4x4x1f32 a[0:3], v1, v2, a[0:3]\n\ts_endpgm\n";
+    views::applyResult(n, result, false);
+    views::SessionData::Batch hipBatch;
+    hipBatch.nodes.push_back(n);
+    data.apply(hipBatch);
+    QCOMPARE(res->rowCount(), 1);
+    QCOMPARE(res->columnCount(), 8);
+    QCOMPARE(res->horizontalHeaderItem(2)->text(), QStringLiteral("AGPRs"));
+    QCOMPARE(res->item(0, 1)->text(), QStringLiteral("36"));
+    QCOMPARE(res->item(0, 2)->text(), QStringLiteral("4"));
+    QCOMPARE(res->item(0, 3)->text(), QStringLiteral("14"));
+    QCOMPARE(res->item(0, 4)->text(), QStringLiteral("4096"));
+    QCOMPARE(res->item(0, 5)->text(), QStringLiteral("272"));
+    QCOMPARE(res->item(0, 6)->text(), QStringLiteral("0 / 2"));
+    QVERIFY(res->item(0, 7)->text().contains(QStringLiteral("8 waves/SIMD at 256 threads (gfx90a), none")));
+    QVERIFY(inspector.compileLog().contains(QStringLiteral("v_mfma_f32_4x4x1f32")));
 }
 
 void TestViewsInspector::inspectorCorrectnessAndTiming()

@@ -677,7 +677,14 @@ void Inspector::fillCompile()
     QString log = text(compile, "log");
     if (member(compile, "cached").is_boolean() && member(compile, "cached").get<bool>())
         log = tr("(the build came from the compile cache)\n") + log;
-    m_log->setPlainText(log.isEmpty() ? tr("(the compiler printed nothing)") : log);
+    if (log.isEmpty())
+        log = tr("(the compiler printed nothing)");
+    // HIP: the code-object analysis's failure, and the ISA (llvm-objdump) after the log.
+    if (const auto& r = member(compile, "resources"); r.is_object() && r.contains("error"))
+        log += QStringLiteral("\n") + text(r, "error");
+    if (const QString isa = text(compile, "isa"); !isa.isEmpty())
+        log += tr("\n--- ISA (llvm-objdump -d) ---\n") + isa;
+    m_log->setPlainText(log);
 
     const auto& messages = member(compile, "messages");
     if (messages.is_array())
@@ -706,7 +713,39 @@ void Inspector::fillCompile()
     m_messages->setVisible(!m_messageList.empty());
 
     const auto& resources = member(compile, "resources");
-    if (resources.is_array()) {
+    // AMD code objects carry VGPR/AGPR/SGPR counts, LDS, scratch and occupancy per kernel.
+    const bool amd = resources.is_array() && !resources.empty() && resources[0].contains("sgprs");
+    if (amd) {
+        m_resourceModel->setColumnCount(8);
+        m_resourceModel->setHorizontalHeaderLabels({ tr("Kernel"), tr("VGPRs"), tr("AGPRs"), tr("SGPRs"), tr("LDS (B)"),
+            tr("Scratch (B)"), tr("Spills (VGPR/SGPR)"), tr("Occupancy") });
+        for (const auto& k : resources) {
+            QList<QStandardItem*> row { readOnlyItem(text(k, "name")) };
+            for (const char* key : { "vgprs", "agprs", "sgprs", "lds_bytes", "scratch_bytes" }) {
+                auto* item = readOnlyItem(QString::number(static_cast<qint64>(number(k, key))));
+                item->setTextAlignment(Qt::AlignRight | Qt::AlignVCenter);
+                row << item;
+            }
+            auto* spills = readOnlyItem(QStringLiteral("%1 / %2")
+                                            .arg(static_cast<qint64>(number(k, "vgpr_spills")))
+                                            .arg(static_cast<qint64>(number(k, "sgpr_spills"))));
+            if (number(k, "vgpr_spills") + number(k, "sgpr_spills") > 0)
+                spills->setForeground(QColor(0xc6, 0x28, 0x28));
+            row << spills;
+            const auto& o = member(k, "occupancy");
+            row << readOnlyItem(o.is_object() ? tr("%1 waves/SIMD at %2 threads (%3), %4")
+                                                    .arg(number(o, "waves_per_simd"))
+                                                    .arg(static_cast<qint64>(number(o, "block")))
+                                                    .arg(text(o, "arch"), text(o, "limiter"))
+                                              : QString());
+            m_resourceModel->appendRow(row);
+        }
+    } else {
+        m_resourceModel->setColumnCount(6);
+        m_resourceModel->setHorizontalHeaderLabels({ tr("Kernel"), tr("Registers"), tr("Static smem (B)"),
+            tr("Stack (B)"), tr("Spill stores (B)"), tr("Spill loads (B)") });
+    }
+    if (resources.is_array() && !amd) {
         for (const auto& k : resources) {
             QList<QStandardItem*> row { readOnlyItem(text(k, "name")) };
             for (const char* key :

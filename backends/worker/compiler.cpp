@@ -127,7 +127,7 @@ std::vector<std::string> sandboxedCompile(const std::string& bwrap, const std::v
     if (!program.empty())
         path = fs::path(program).parent_path().string() + ":" + path;
     std::vector<std::pair<std::string, std::string>> env = { { "PATH", path }, { "TMPDIR", "/tmp" } };
-    for (const char* var : { "CUDA_HOME", "CUDA_PATH" })
+    for (const char* var : { "CUDA_HOME", "CUDA_PATH", "ROCM_PATH", "HIP_PATH" })
         if (const char* v = std::getenv(var); v && *v)
             env.emplace_back(var, v);
     // nvcc keeps its intermediates in /tmp: room for them, in memory.
@@ -290,6 +290,8 @@ nlohmann::json CompileOutput::toJson() const
         { "log", log }, { "messages", messagesJson } };
     if (!resources.is_null())
         j["resources"] = resources;
+    if (!isa.empty())
+        j["isa"] = isa;
     return j;
 }
 

@@ -39,6 +39,7 @@ struct CompileOutput {
     std::string objectPath; // the shared object, when ok
     std::string toolError; // the compiler could not be run at all
     nlohmann::json resources; // per-kernel registers, shared memory, spills (GPU compiles)
+    std::string isa; // disassembly of the device code, where the backend reads it (HIP)
 
     /// "tuned.cpp:12:5: error: ..." for the first error, else the last line of the log.
     std::string firstError() const;

@@ -8,6 +8,9 @@
 #include "cuda_backend.h"
 #endif
 #include "evaluator.h"
+#ifdef HONE_WITH_HIP
+#include "hip_backend.h"
+#endif
 #include "runner_backend.h"
 #include "runner_wire.h"
 
@@ -18,6 +21,7 @@
 #include <cstring>
 #include <exception>
 #include <filesystem>
+#include <memory>
 #include <string>
 
 #ifndef HONE_WORKER_VERSION
@@ -58,12 +62,29 @@ public:
         , m_cuda(cacheDir)
         , m_cudaEvaluator(m_cuda, m_runners, channel)
 #endif
+#ifdef HONE_WITH_HIP
+        , m_cacheDir(cacheDir)
+#endif
     {
         m_evaluator.setReferenceCache(cacheDir);
 #ifdef HONE_WITH_CUDA
         m_cudaEvaluator.setReferenceCache(cacheDir);
 #endif
     }
+
+#ifdef HONE_WITH_HIP
+    /// Made on first use (hello, a HIP eval or calibrate): a worker that evaluates CPU or CUDA
+    /// code never loads ROCm.
+    backends::HipBackend& hip()
+    {
+        if (!m_hip) {
+            m_hip = std::make_unique<backends::HipBackend>(m_cacheDir);
+            m_hipEvaluator = std::make_unique<backends::Evaluator>(*m_hip, m_runners, m_channel);
+            m_hipEvaluator->setReferenceCache(m_cacheDir);
+        }
+        return *m_hip;
+    }
+#endif
 
     void serve()
     {
@@ -155,9 +176,53 @@ private:
             return true;
 #endif
         }
+        if (lang == "hip")
+            return evaluateHip(request);
         m_channel.send(m_evaluator.evaluate(request));
         m_channel.clearContext();
         return true;
+    }
+
+    /// HIP: the request's `hip_arch` picks the gfx target; without an AMD GPU only compile-only
+    /// requests (compile errors, registers, occupancy, ISA) are served, anything else refused.
+    bool evaluateHip(const nlohmann::json& request)
+    {
+        const std::string id = backends::requestId(request);
+#ifdef HONE_WITH_HIP
+        {
+            const auto a = request.find("hip_arch");
+            const bool given = a != request.end() && !a->is_null();
+            const std::string why = !given ? hip().selectArch("")
+                : a->is_string()           ? hip().selectArch(a->get<std::string>())
+                                           : "hip_arch is not a string";
+            if (!why.empty()) {
+                refuse(id, why);
+                return true;
+            }
+        }
+        bool needsDevice = true;
+        if (auto st = request.find("stages"); st != request.end() && st->is_array()) {
+            needsDevice = false;
+            for (const auto& s : *st)
+                needsDevice |= s == "check" || s == "time";
+        }
+        if (needsDevice && !hip().available()) {
+            refuse(id, "cannot evaluate HIP candidates on this host: " + hip().unavailableReason()
+                    + "; only compile-only requests (stages [\"compile\"]) work without an AMD GPU");
+            return true;
+        }
+        nlohmann::json result = m_hipEvaluator->evaluate(request);
+        const bool lost = hip().deviceLost();
+        if (lost)
+            result["device_lost"] = true;
+        m_channel.send(result);
+        m_channel.clearContext();
+        return !lost;
+#else
+        refuse(id, "this hone-worker was built without the HIP backend; rebuild it where hipcc and "
+                   "hip/hip_runtime_api.h are installed");
+        return true;
+#endif
     }
 
     void refuse(const std::string& id, const std::string& message)
@@ -181,6 +246,19 @@ private:
             msg["cuda_unavailable"] = m_cuda.unavailableReason();
         msg["nvcc"] = m_cuda.compilerVersion();
 #endif
+#ifdef HONE_WITH_HIP
+        backends::HipBackend& amd = hip();
+        for (const auto& d : amd.devices())
+            msg["devices"].push_back(d);
+        msg["backends"]["hip"] = amd.available();
+        if (!amd.available())
+            msg["hip_unavailable"] = amd.unavailableReason();
+        msg["hipcc"] = amd.compilerVersion();
+        msg["hip_arch"] = amd.arch();
+        msg["rocm"] = amd.rocmVersion();
+#else
+        msg["hip_unavailable"] = "this hone-worker was built without the HIP backend (no hipcc or HIP headers at build time)";
+#endif
         msg["compiler"] = m_compiler.versionLine();
         const backends::SandboxInfo& sandbox = backends::sandboxInfo();
         msg["sandbox"] = { { "enabled", sandbox.enabled }, { "available", sandbox.available } };
@@ -203,11 +281,18 @@ private:
         if (which == "cuda")
             device = &m_cuda;
 #endif
+#ifdef HONE_WITH_HIP
+        if (which == "hip")
+            device = &hip();
+#endif
         if (device->kind() != which)
             return core::protocol::makeFailure(id, FailureKind::WorkerError, "calibrate",
                 "this hone-worker has no '" + which + "' backend; expected kind cpu"
 #ifdef HONE_WITH_CUDA
                     " or cuda"
+#endif
+#ifdef HONE_WITH_HIP
+                    " or hip"
 #endif
             );
         try {
@@ -232,6 +317,11 @@ private:
 #ifdef HONE_WITH_CUDA
     backends::CudaBackend m_cuda;
     backends::Evaluator m_cudaEvaluator;
+#endif
+#ifdef HONE_WITH_HIP
+    std::filesystem::path m_cacheDir;
+    std::unique_ptr<backends::HipBackend> m_hip;
+    std::unique_ptr<backends::Evaluator> m_hipEvaluator;
 #endif
 };
 
