@@ -249,7 +249,8 @@ ReplayResult replaySearch(const ReplayTable& table, const ReplayOptions& options
             r.toWithin5 = k;
     };
     auto done = [&] {
-        return static_cast<int>(r.speedups.size()) >= options.budget || (options.stopAtBest && r.toBest);
+        return static_cast<int>(r.speedups.size()) >= options.budget || (options.stopAtBest && r.toBest)
+            || (options.stopAtWithin5 && r.toWithin5);
     };
 
     for (const auto& s : table.seeds()) {

@@ -108,6 +108,7 @@ struct ReplayOptions {
     /// Stop once the table's best candidate was evaluated (nothing after it changes toBest or
     /// toWithin5): the statistics over many seeds need no more.
     bool stopAtBest = false;
+    bool stopAtWithin5 = false;     // likewise once toWithin5 is known (toBest may then stay unset)
 };
 
 struct ReplayResult {
