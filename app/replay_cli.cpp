@@ -3,6 +3,7 @@
 #include "app/cli_common.h"
 #include "app/cli_errors.h"
 
+#include "core/knob_policy.h"
 #include "core/replay.h"
 #include "core/selection_policy.h"
 #include "core/store.h"
@@ -22,10 +23,12 @@ namespace {
 struct ReplayCliOptions {
     std::vector<int64_t> sessions;
     std::string policies = "uct";
-    int seeds = 10;
+    int seeds = 1000;
     uint64_t firstSeed = 1;
     int budget = 0;
     bool json = false;
+    bool runs = false;
+    bool toBest = false;
     // Policy parameters; unset: as the first session ran (docs/SEARCH.md, "Replay").
     std::optional<double> uctC;
     bool uctWidening = false;
@@ -36,39 +39,38 @@ struct ReplayCliOptions {
 std::vector<std::string> splitPolicies(const std::string& list)
 {
     if (list == "all")
-        return core::selectionPolicyNames();
+        return core::allPolicyNames();
     std::vector<std::string> out;
     std::stringstream ss(list);
     std::string item;
     while (std::getline(ss, item, ','))
         if (!item.empty())
             out.push_back(item);
-    for (const auto& p : out) {
-        try {
-            core::makeSelectionPolicy(p); // throws with the list of known names
-        } catch (const std::exception& e) {
-            throw CliError(ExitCode::Usage, std::string("--policy: ") + e.what());
+    const auto& known = core::allPolicyNames();
+    for (const auto& p : out)
+        if (std::find(known.begin(), known.end(), p) == known.end()) {
+            std::string names;
+            for (const auto& k : known)
+                names += (names.empty() ? "" : ", ") + k;
+            throw CliError(ExitCode::Usage, "--policy: unknown policy '" + p + "'; expected " + names + " or all");
         }
-    }
     return out;
 }
 
-/// Median with never-reached runs counted as budget + 1, so it is an honest lower bound.
-double median(std::vector<int> v)
-{
-    std::sort(v.begin(), v.end());
-    size_t n = v.size();
-    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
-
-std::string cell(double median, int budget)
+std::string cell(double v, int budget)
 {
     char buf[32];
-    if (median > budget)
+    if (v > budget)
         std::snprintf(buf, sizeof buf, ">%d", budget);
     else
-        std::snprintf(buf, sizeof buf, "%g", median);
+        std::snprintf(buf, sizeof buf, "%g", v);
     return buf;
+}
+
+nlohmann::json statsJson(const core::ReplayStats& st)
+{
+    return {{"median", st.median}, {"p75", st.p75}, {"p90", st.p90}, {"median_ci95", {st.medianLow, st.medianHigh}},
+        {"reached", st.reached}};
 }
 
 int cmdReplay(const ReplayCliOptions& o, const std::string& storePath)
@@ -79,23 +81,37 @@ int cmdReplay(const ReplayCliOptions& o, const std::string& storePath)
     core::Store store(storePath);
     auto table = core::ReplayTable::fromStore(store, o.sessions);
     const int budget = o.budget > 0 ? o.budget : static_cast<int>(table.size());
+    const auto [fewest, most] = table.timingsPerCandidate();
+    const std::string noise = most > 1
+        ? "each evaluation draws one of the candidate's " + std::to_string(fewest) + "-" + std::to_string(most)
+            + " recorded timings"
+        : "one timing per candidate: replay is noise-free";
     nlohmann::json out = {{"sessions", o.sessions}, {"recorded", table.size()}, {"table_best", table.bestSpeedup()},
-        {"budget", budget}, {"unrecorded", "nearest recorded assignment of the same source"},
-        {"policies", nlohmann::json::array()}};
+        {"budget", budget}, {"seeds", o.seeds}, {"first_seed", o.firstSeed},
+        {"timings_per_candidate", {fewest, most}}, {"noise", noise},
+        {"unrecorded", "nearest recorded assignment of the same source"},
+        {"never_reached_counts_as", budget + 1}, {"policies", nlohmann::json::array()}};
     if (!o.json)
-        std::printf("replay of %zu recorded candidates, best %.3fx, budget %d evaluations; a candidate never "
-                    "recorded gets the result of the nearest recorded one of its source\n",
-            table.size(), table.bestSpeedup(), budget);
+        std::printf("replay of %zu recorded candidates, best %.3fx, budget %d evaluations, seeds %llu-%llu; %s; a "
+                    "candidate never recorded gets the result of the nearest recorded one of its source\n"
+                    "evaluations (seeds included) until a candidate within 5%% of the best; never = %d\n\n"
+                    "%-13s %8s %15s %6s %6s %8s %8s %7s\n",
+            table.size(), table.bestSpeedup(), budget, static_cast<unsigned long long>(o.firstSeed),
+            static_cast<unsigned long long>(o.firstSeed + static_cast<uint64_t>(o.seeds) - 1), noise.c_str(), budget + 1,
+            "policy", "median", "95% CI", "p75", "p90", "reached", "to-best", "exact");
+    std::optional<double> uniformMedian;
     for (const auto& policy : policies) {
         std::vector<int> toBest, to5;
+        long long exact = 0, evaluated = 0;
         nlohmann::json runs = nlohmann::json::array();
-        if (!o.json)
-            std::printf("\n%-13s %6s %8s %6s %8s %6s\n", policy.c_str(), "seed", "to-best", "to-5%", "best", "exact");
         for (int i = 0; i < o.seeds; ++i) {
             core::ReplayOptions ro;
             ro.policy = policy;
             ro.seed = o.firstSeed + static_cast<uint64_t>(i);
             ro.budget = budget;
+            // The statistics need no evaluation past the target (the best, with --to-best).
+            ro.stopAtBest = o.toBest;
+            ro.stopAtWithin5 = !o.toBest;
             if (o.uctC || o.uctWidening) {
                 core::UctParams u = o.uctWidening ? core::UctParams::legacy() : table.recording().uct;
                 if (o.uctC)
@@ -111,22 +127,53 @@ int cmdReplay(const ReplayCliOptions& o, const std::string& storePath)
             auto r = core::replaySearch(table, ro);
             toBest.push_back(r.toBest.value_or(budget + 1));
             to5.push_back(r.toWithin5.value_or(budget + 1));
-            runs.push_back({{"seed", ro.seed}, {"evaluations", r.speedups.size()}, {"best", r.best},
-                {"to_best", r.toBest ? nlohmann::json(*r.toBest) : nlohmann::json()},
-                {"to_within_5pct", r.toWithin5 ? nlohmann::json(*r.toWithin5) : nlohmann::json()},
-                {"exact_hits", r.exactHits}});
-            if (!o.json)
-                std::printf("%-13s %6llu %8s %6s %7.3fx %3d/%zu\n", "", static_cast<unsigned long long>(ro.seed),
-                    r.toBest ? std::to_string(*r.toBest).c_str() : "-",
-                    r.toWithin5 ? std::to_string(*r.toWithin5).c_str() : "-", r.best, r.exactHits,
-                    r.speedups.size());
+            exact += r.exactHits;
+            evaluated += static_cast<long long>(r.speedups.size());
+            if (o.runs) {
+                runs.push_back({{"seed", ro.seed}, {"evaluations", r.speedups.size()}, {"best", r.best},
+                    {"to_best", r.toBest ? nlohmann::json(*r.toBest) : nlohmann::json()},
+                    {"to_within_5pct", r.toWithin5 ? nlohmann::json(*r.toWithin5) : nlohmann::json()},
+                    {"exact_hits", r.exactHits}});
+                if (!o.json)
+                    std::printf("%-13s seed %llu: to-best %s, to-5%% %s, best %.3fx, exact %d/%zu\n", policy.c_str(),
+                        static_cast<unsigned long long>(ro.seed), r.toBest ? std::to_string(*r.toBest).c_str() : "-",
+                        r.toWithin5 ? std::to_string(*r.toWithin5).c_str() : "-", r.best, r.exactHits,
+                        r.speedups.size());
+            }
         }
-        double mb = median(toBest), m5 = median(to5);
-        out["policies"].push_back({{"policy", policy}, {"median_to_best", mb}, {"median_to_within_5pct", m5},
-            {"never_reached_counts_as", budget + 1}, {"runs", runs}});
+        const core::ReplayStats s5 = core::replayStats(to5, budget);
+        const core::ReplayStats sb = core::replayStats(toBest, budget);
+        if (policy == "uniform")
+            uniformMedian = s5.median;
+        const double exactShare = evaluated > 0 ? static_cast<double>(exact) / static_cast<double>(evaluated) : 0.0;
+        nlohmann::json pj = {{"policy", policy}, {"to_within_5pct", statsJson(s5)},
+            {"median_to_within_5pct", s5.median}, {"exact_share", exactShare}};
+        if (o.toBest) {
+            pj["to_best"] = statsJson(sb);
+            pj["median_to_best"] = sb.median;
+        }
+        if (o.runs)
+            pj["runs"] = runs;
+        out["policies"].push_back(pj);
+        if (!o.json) {
+            std::string ci = "[" + cell(s5.medianLow, budget) + ", " + cell(s5.medianHigh, budget) + "]";
+            std::printf("%-13s %8s %15s %6s %6s %7.1f%% %8s %6.1f%%\n", policy.c_str(), cell(s5.median, budget).c_str(),
+                ci.c_str(), cell(s5.p75, budget).c_str(), cell(s5.p90, budget).c_str(), 100.0 * s5.reached,
+                o.toBest ? cell(sb.median, budget).c_str() : "-", 100.0 * exactShare);
+        }
+    }
+    if (uniformMedian) {
+        std::string line;
+        for (auto& pj : out["policies"]) {
+            const double m = pj["median_to_within_5pct"].get<double>();
+            pj["uniform_over_this"] = m > 0 ? *uniformMedian / m : 0.0;
+            char buf[96];
+            std::snprintf(buf, sizeof buf, "%s%s %.2f", line.empty() ? "" : ", ", pj["policy"].get<std::string>().c_str(),
+                pj["uniform_over_this"].get<double>());
+            line += buf;
+        }
         if (!o.json)
-            std::printf("%-13s median over %d seeds: to-best %s, to-5%% %s\n", policy.c_str(), o.seeds,
-                cell(mb, budget).c_str(), cell(m5, budget).c_str());
+            std::printf("\nuniform's median over each policy's (how many times fewer evaluations): %s\n", line.c_str());
     }
     if (o.json)
         std::printf("%s\n", out.dump(2).c_str());
@@ -143,8 +190,13 @@ void addReplayCommand(CLI::App& app, const std::string& storePath)
         "evaluations to the best kernel and to within 5% of it");
     cmd->add_option("session", o->sessions, "session ids of one problem; their evaluations form one table")
         ->required();
-    cmd->add_option("--policy", o->policies, "uct, evolutionary, greedy, random, a comma-separated list, or all");
-    cmd->add_option("--seeds", o->seeds, "replays per policy, seeds S, S+1, ...")->check(CLI::Range(1, 100000));
+    cmd->add_option("--policy", o->policies,
+        "uct, evolutionary, greedy, random, uniform, hillclimb, anneal, genetic, tpe, a comma-separated list, or all");
+    cmd->add_option("--seeds", o->seeds, "replays per policy, seeds S, S+1, ... (default 1000)")
+        ->check(CLI::Range(1, 100000));
+    cmd->add_flag("--runs", o->runs, "also print (or list in --json) every replay's numbers");
+    cmd->add_flag("--to-best", o->toBest,
+        "also count evaluations to the best candidate itself (each replay runs until it, slower)");
     cmd->add_option("--seed", o->firstSeed, "first seed");
     cmd->add_option("--budget", o->budget, "evaluations per replay, seeds included (default: the table's size)")
         ->check(CLI::Range(1, 1000000));

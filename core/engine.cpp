@@ -210,7 +210,12 @@ void Engine::setup(const RunOptions& options)
             + " needs a synthesizer that this front end did not provide; use --synth knob or --synth grid");
     m_spec = std::make_shared<const ProblemSpec>(spec);
     try {
-        m_policy = makeSelectionPolicy(m_options.policy, m_options.uct, m_options.evolution);
+        if (isKnobPolicy(m_options.policy) && !builtinSynth(m_options.synth))
+            throw std::invalid_argument("--policy " + m_options.policy
+                + " proposes knob assignments itself; use it with --synth knob");
+        // A knob-space policy proposes on its own; UCT only answers steering's questions then.
+        m_policy = makeSelectionPolicy(isKnobPolicy(m_options.policy) ? std::string("uct") : m_options.policy,
+            m_options.uct, m_options.evolution);
     } catch (const std::invalid_argument& e) {
         throw std::runtime_error(e.what());
     }
@@ -481,6 +486,7 @@ Report Engine::loop(EngineObserver* observer)
     std::map<NodeId, nlohmann::json> results;
     const bool external = !builtinSynth(m_options.synth);
     m_grid.reset();
+    m_knobPolicy.reset();
     if (external)
         beginExternal();
     for (const auto& e : m_store.evaluations(m_session)) {
@@ -553,6 +559,8 @@ Report Engine::loop(EngineObserver* observer)
             return proposeExternal(observer, stopReason);
         if (m_options.synth == "grid")
             return proposeGrid(observer);
+        if (isKnobPolicy(m_options.policy))
+            return proposeKnobPolicy(observer, stopReason);
         for (int tries = 0; tries < 1000; ++tries) {
             // One generator per proposal index: resume and replay make the same choice. The
             // policy draws from its own, so a policy that draws nothing (uct) leaves the

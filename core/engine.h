@@ -3,6 +3,7 @@
 #include "core/executor.h"
 #include "core/grid_sweep.h"
 #include "core/problem_spec.h"
+#include "core/knob_policy.h"
 #include "core/knob_synth.h"
 #include "core/memory_policy.h"
 #include "core/protocol.h"
@@ -269,6 +270,8 @@ private:
 
     /// `--synth grid`: the sweep's next assignment as a child of its seed (engine_depth.cpp).
     std::optional<NodeId> proposeGrid(EngineObserver* observer);
+    /// A knob-space policy's next candidate (`--policy uniform|hillclimb|...`, engine_depth.cpp).
+    std::optional<NodeId> proposeKnobPolicy(EngineObserver* observer, std::string& stopReason);
     /// Adds a built-in synthesizer's child (an existing source): tree, store, memory policy,
     /// observer.
     NodeId addKnobChild(NodeId parent, const std::string& sourceHash, const KnobValues& knobs, const std::string& flags,
@@ -309,6 +312,7 @@ private:
 
     Synthesizer* m_external = nullptr;
     std::optional<GridSweep> m_grid; // --synth grid, built at the first proposal
+    std::unique_ptr<KnobPolicy> m_knobPolicy; // a knob-space --policy, built at the first proposal
 
     KnobPriorProvider m_priorProvider;
 

@@ -93,6 +93,25 @@ std::optional<NodeId> Engine::proposeGrid(EngineObserver* observer)
     return addKnobChild(it->parent, it->sourceHash, it->knobs, it->flags, "grid", "restart", observer);
 }
 
+std::optional<NodeId> Engine::proposeKnobPolicy(EngineObserver* observer, std::string& stopReason)
+{
+    try {
+        if (!m_knobPolicy)
+            m_knobPolicy = makeKnobPolicy(m_options.policy,
+                domainOfSeeds(m_tree, [this](const std::string& hash) { return m_synth.space(hash); }), m_options.seed);
+    } catch (const KnobError& e) {
+        if (stopReason.empty())
+            stopReason = e.what();
+        return std::nullopt;
+    }
+    // The policy's own generator per proposal, as a selection policy's: resume and replay agree.
+    std::mt19937_64 pick(selectionSeed(m_options.seed, m_nextSeq));
+    auto m = m_knobPolicy->next(m_tree, pick);
+    if (!m)
+        return std::nullopt;
+    return addKnobChild(m->parent, m->sourceHash, m->knobs, m->flags, m->origin, m->op, observer);
+}
+
 NodeId Engine::addKnobChild(NodeId parent, const std::string& sourceHash, const KnobValues& knobs,
     const std::string& flags, const std::string& origin, const std::string& op, EngineObserver* observer)
 {

@@ -32,7 +32,8 @@ std::optional<MemoryOperator> memoryOperatorFromName(std::string_view name)
 bool chosenByMemoryPolicy(const std::string& origin)
 {
     return origin != "root" && origin != "seed" && origin != "warm" && origin != "manual" && origin != "repair"
-        && origin != "grid";
+        && origin != "grid" && origin != "sample" && origin != "neighbour" && origin != "offspring"
+        && origin != "model"; // the knob-space policies (core/knob_policy.h) choose their own moves
 }
 
 const std::vector<std::string>& MemoryPolicy::names()

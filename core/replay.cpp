@@ -7,6 +7,7 @@
 #include "core/store.h"
 
 #include <algorithm>
+#include <cmath>
 #include <random>
 #include <stdexcept>
 
@@ -88,6 +89,11 @@ ReplayTable ReplayTable::fromStore(const Store& store, const std::vector<int64_t
             auto n = byId.find(e.nodeId);
             if (n == byId.end() || n->second->sourceHash.empty())
                 continue;
+            // A cache hit copies an earlier timing: it adds a candidate, never a second timing.
+            if (e.fromCache
+                && table.m_results.count(SearchTree::candidateKey(
+                    n->second->sourceHash, knobsOf(n->second->knobs), n->second->flags)))
+                continue;
             table.addResult(n->second->sourceHash, knobsOf(n->second->knobs), n->second->flags,
                 {e.status == "ok", e.status == "ok" ? e.speedup : 0.0, e.failureKind});
         }
@@ -110,26 +116,77 @@ void ReplayTable::addSeed(SeedEntry seed)
 void ReplayTable::addResult(
     const std::string& sourceHash, const KnobValues& knobs, const std::string& flags, Outcome outcome)
 {
-    m_results[SearchTree::candidateKey(sourceHash, knobs, flags)] = {sourceHash, knobs, flags, std::move(outcome)};
+    Entry& e = m_results[SearchTree::candidateKey(sourceHash, knobs, flags)];
+    e.sourceHash = sourceHash;
+    e.knobs = knobs;
+    e.flags = flags;
+    e.timings.push_back(std::move(outcome));
+    e.typical = typicalOf(e.timings);
+}
+
+ReplayTable::Outcome ReplayTable::typicalOf(const std::vector<Outcome>& timings)
+{
+    std::vector<double> ok;
+    for (const Outcome& o : timings)
+        if (o.ok)
+            ok.push_back(o.speedup);
+    if (ok.empty())
+        return timings.front();
+    std::sort(ok.begin(), ok.end());
+    size_t n = ok.size();
+    return {true, n % 2 ? ok[n / 2] : 0.5 * (ok[n / 2 - 1] + ok[n / 2]), ""};
+}
+
+std::pair<size_t, size_t> ReplayTable::timingsPerCandidate() const
+{
+    size_t lo = 0, hi = 0;
+    for (const auto& [key, e] : m_results) {
+        lo = lo == 0 ? e.timings.size() : std::min(lo, e.timings.size());
+        hi = std::max(hi, e.timings.size());
+    }
+    return {lo, hi};
 }
 
 double ReplayTable::bestSpeedup() const
 {
     double best = 0;
     for (const auto& [key, e] : m_results)
-        if (e.outcome.ok)
-            best = std::max(best, e.outcome.speedup);
+        if (e.typical.ok)
+            best = std::max(best, e.typical.speedup);
     return best;
 }
 
-ReplayTable::Outcome ReplayTable::lookup(
-    const std::string& sourceHash, const KnobValues& knobs, const std::string& flags, bool* exact) const
+std::shared_ptr<const KnobDomain> ReplayTable::domain() const
+{
+    if (!m_domain) {
+        std::vector<std::pair<std::string, std::string>> sources;
+        for (const SeedEntry& s : m_seeds) {
+            std::pair<std::string, std::string> key {s.sourceHash, s.flags};
+            if (std::find(sources.begin(), sources.end(), key) == sources.end())
+                sources.push_back(key);
+        }
+        m_domain = std::make_shared<const KnobDomain>(sources, [this](const std::string& hash) -> const KnobSpace* {
+            auto it = m_spaces.find(hash);
+            return it == m_spaces.end() ? nullptr : &it->second;
+        });
+    }
+    return m_domain;
+}
+
+ReplayTable::Outcome ReplayTable::lookup(const std::string& sourceHash, const KnobValues& knobs,
+    const std::string& flags, bool* exact, std::mt19937_64* noise, double* typical) const
 {
     auto it = m_results.find(SearchTree::candidateKey(sourceHash, knobs, flags));
     if (exact)
         *exact = it != m_results.end();
-    if (it != m_results.end())
-        return it->second.outcome;
+    if (it != m_results.end()) {
+        const Entry& e = it->second;
+        if (typical)
+            *typical = e.typical.ok ? e.typical.speedup : 0.0;
+        if (noise && e.timings.size() > 1)
+            return e.timings[(*noise)() % e.timings.size()];
+        return e.typical;
+    }
     const Entry* nearest = nullptr;
     int nearestDistance = 0;
     auto slower = [](const Outcome& a, const Outcome& b) {
@@ -140,13 +197,15 @@ ReplayTable::Outcome ReplayTable::lookup(
         if (e.sourceHash != sourceHash || e.flags != flags)
             continue;
         int d = distance(e.knobs, knobs);
-        if (!nearest || d < nearestDistance || (d == nearestDistance && slower(e.outcome, nearest->outcome))) {
+        if (!nearest || d < nearestDistance || (d == nearestDistance && slower(e.typical, nearest->typical))) {
             nearest = &e;
             nearestDistance = d;
         }
     }
+    if (typical)
+        *typical = nearest && nearest->typical.ok ? nearest->typical.speedup : 0.0;
     if (nearest)
-        return nearest->outcome;
+        return nearest->typical;
     return {false, 0.0, "not_recorded"};
 }
 
@@ -156,8 +215,13 @@ ReplayResult replaySearch(const ReplayTable& table, const ReplayOptions& options
         ? table.recording()
         : ReplayTable::Recording {options.memoryOp, options.restartAfter, true, table.recording().uct,
               table.recording().evolution};
-    auto policy = makeSelectionPolicy(
-        options.policy, options.uct.value_or(rec.uct), options.evolution.value_or(rec.evolution));
+    const bool knobPolicy = isKnobPolicy(options.policy);
+    auto policy = makeSelectionPolicy(knobPolicy ? std::string("uct") : options.policy, options.uct.value_or(rec.uct),
+        options.evolution.value_or(rec.evolution));
+    std::unique_ptr<KnobPolicy> direct;
+    if (knobPolicy)
+        direct = makeKnobPolicy(options.policy, table.domain(), options.seed, options.knobPolicy);
+    std::mt19937_64 noise(options.seed * 0xD6E8FEB86659FD93ull + 0x6e6f697365ull);
     MemoryPolicy memory(rec.memoryOp, rec.restartAfter); // throws std::invalid_argument for a bad name
     KnobSynthesizer synth;
     for (const auto& [hash, space] : table.spaces())
@@ -169,20 +233,24 @@ ReplayResult replaySearch(const ReplayTable& table, const ReplayOptions& options
     auto evaluate = [&](NodeId id) {
         const Node& n = r.tree.node(id);
         bool exact = false;
-        auto out = table.lookup(n.sourceHash, n.knobs, n.flags, &exact);
+        double typical = 0;
+        auto out = table.lookup(n.sourceHash, n.knobs, n.flags, &exact, &noise, &typical);
         r.tree.setResult(id, out.ok, out.speedup, out.failureKind);
         memory.applied(id, out.ok, out.speedup, r.tree.node(n.parent).speedup);
         r.operators.push_back(n.op);
         r.exactHits += exact ? 1 : 0;
         r.sequence.push_back(SearchTree::candidateKey(n.sourceHash, n.knobs, n.flags));
-        double s = out.ok ? out.speedup : 0.0;
-        r.speedups.push_back(s);
-        r.best = std::max(r.best, s);
+        r.speedups.push_back(out.ok ? out.speedup : 0.0);
+        r.best = std::max(r.best, typical);
         const int k = static_cast<int>(r.speedups.size());
-        if (!r.toBest && r.tableBest > 0 && s >= r.tableBest)
+        if (!r.toBest && r.tableBest > 0 && typical >= r.tableBest)
             r.toBest = k;
-        if (!r.toWithin5 && r.tableBest > 0 && s >= 0.95 * r.tableBest)
+        if (!r.toWithin5 && r.tableBest > 0 && typical >= 0.95 * r.tableBest)
             r.toWithin5 = k;
+    };
+    auto done = [&] {
+        return static_cast<int>(r.speedups.size()) >= options.budget || (options.stopAtBest && r.toBest)
+            || (options.stopAtWithin5 && r.toWithin5);
     };
 
     for (const auto& s : table.seeds()) {
@@ -201,7 +269,22 @@ ReplayResult replaySearch(const ReplayTable& table, const ReplayOptions& options
         evaluate(r.tree.add(n));
         ++seq;
     }
-    while (static_cast<int>(r.speedups.size()) < options.budget) {
+    while (!done() && direct) {
+        std::mt19937_64 pick(selectionSeed(options.seed, seq)); // as the engine draws it
+        auto m = direct->next(r.tree, pick);
+        if (!m)
+            break; // the domain is exhausted
+        Node n;
+        n.parent = m->parent;
+        n.sourceHash = m->sourceHash;
+        n.knobs = m->knobs;
+        n.flags = m->flags;
+        n.origin = m->origin;
+        n.op = m->op;
+        evaluate(r.tree.add(n));
+        ++seq;
+    }
+    while (!done() && !direct) {
         std::optional<Proposal> p;
         for (int tries = 0; tries < 1000 && !p; ++tries) {
             std::mt19937_64 pick(selectionSeed(options.seed, seq));
@@ -229,6 +312,60 @@ ReplayResult replaySearch(const ReplayTable& table, const ReplayOptions& options
         ++seq;
     }
     return r;
+}
+
+namespace {
+
+double medianOf(std::vector<double>& v)
+{
+    size_t n = v.size();
+    std::nth_element(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(n / 2), v.end());
+    double hi = v[n / 2];
+    if (n % 2)
+        return hi;
+    double lo = *std::max_element(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(n / 2));
+    return 0.5 * (lo + hi);
+}
+
+/// Nearest-rank percentile of sorted `v`.
+double percentile(const std::vector<double>& v, double q)
+{
+    size_t rank = static_cast<size_t>(std::ceil(q * static_cast<double>(v.size())));
+    return v[std::min(v.size() - 1, rank > 0 ? rank - 1 : 0)];
+}
+
+} // namespace
+
+ReplayStats replayStats(const std::vector<int>& evals, int budget, int resamples, uint64_t bootstrapSeed)
+{
+    ReplayStats st;
+    st.runs = static_cast<int>(evals.size());
+    if (evals.empty())
+        return st;
+    std::vector<double> v(evals.begin(), evals.end());
+    std::sort(v.begin(), v.end());
+    std::vector<double> tmp = v;
+    st.median = medianOf(tmp);
+    st.p75 = percentile(v, 0.75);
+    st.p90 = percentile(v, 0.90);
+    st.reached = static_cast<double>(std::count_if(evals.begin(), evals.end(), [&](int e) { return e <= budget; }))
+        / static_cast<double>(evals.size());
+    std::mt19937_64 rng(bootstrapSeed);
+    std::vector<double> medians;
+    medians.reserve(static_cast<size_t>(std::max(0, resamples)));
+    for (int b = 0; b < resamples; ++b) {
+        for (double& x : tmp)
+            x = v[rng() % v.size()];
+        medians.push_back(medianOf(tmp));
+    }
+    if (medians.empty()) {
+        st.medianLow = st.medianHigh = st.median;
+        return st;
+    }
+    std::sort(medians.begin(), medians.end());
+    st.medianLow = percentile(medians, 0.025);
+    st.medianHigh = percentile(medians, 0.975);
+    return st;
 }
 
 } // namespace hone::core

@@ -1,3 +1,4 @@
+#include "core/knob_policy.h"
 #include "core/replay.h"
 #include "core/selection_policy.h"
 #include "core/store.h"
@@ -181,7 +182,7 @@ private slots:
     void replayIsDeterministic_data()
     {
         QTest::addColumn<QString>("policy");
-        for (const auto& name : selectionPolicyNames())
+        for (const auto& name : allPolicyNames())
             QTest::addRow("%s", name.c_str()) << QString::fromStdString(name);
     }
 
@@ -254,7 +255,7 @@ private slots:
     void replayReportsEvaluationsToBest_data()
     {
         QTest::addColumn<QString>("policy");
-        for (const auto& name : selectionPolicyNames())
+        for (const auto& name : allPolicyNames())
             QTest::addRow("%s", name.c_str()) << QString::fromStdString(name);
     }
 
@@ -278,20 +279,141 @@ private slots:
         QCOMPARE(r.speedups.front(), landscape({{"A", "1"}, {"B", "1"}, {"C", "x"}})); // the seed first
     }
 
-    /// The policy table of docs/SEARCH.md from the recorded CPU sweeps (resources/demo): every
-    /// admissible knob assignment of softmax, layernorm and embedding_bag_sum timed once, so
-    /// every replayed evaluation is a recorded one. UCT must come within 5% of the best kernel in
-    /// at most half the evaluations random selection needs (median over seeds 1-10) on each
-    /// problem; the policies' defaults were tuned on seeds 101-140 of softmax and layernorm only.
-    void uctBeatsRandomOnRecordedSweeps_data()
+    void knobPoliciesCoverTheSpaceWithoutRepeats_data()
+    {
+        QTest::addColumn<QString>("policy");
+        for (const auto& name : knobPolicyNames())
+            QTest::addRow("%s", name.c_str()) << QString::fromStdString(name);
+    }
+
+    /// A knob-space policy proposes only admissible candidates, never one twice, and goes on
+    /// until every admissible assignment was evaluated (26 here, the seed included).
+    void knobPoliciesCoverTheSpaceWithoutRepeats()
+    {
+        QFETCH(QString, policy);
+        ReplayTable table = syntheticTable();
+        const KnobSpace space = parseKnobSpace(kSource, "s.cpp");
+        for (uint64_t seed = 1; seed <= 20; ++seed) {
+            ReplayOptions o;
+            o.policy = policy.toStdString();
+            o.seed = seed;
+            o.budget = 100;
+            auto r = replaySearch(table, o);
+            QCOMPARE(r.sequence.size(), size_t(26));
+            QCOMPARE(std::set<std::string>(r.sequence.begin(), r.sequence.end()).size(), size_t(26));
+            for (size_t i = 1; i < r.tree.size(); ++i)
+                QVERIFY(space.admits(r.tree.node(static_cast<NodeId>(i)).knobs));
+        }
+    }
+
+    /// Uniform sampling: over 2,000 seeds, the first candidate after the seed is each of the 25
+    /// other admissible assignments about equally often (80 expected; a count outside 40-130
+    /// has a probability below 1e-6 for a fair draw).
+    void uniformSamplesEvenly()
+    {
+        ReplayTable table = syntheticTable();
+        std::map<std::string, int> counts;
+        for (uint64_t seed = 1; seed <= 2000; ++seed) {
+            ReplayOptions o;
+            o.policy = "uniform";
+            o.seed = seed;
+            o.budget = 2;
+            ++counts[replaySearch(table, o).sequence.at(1)];
+        }
+        QCOMPARE(counts.size(), size_t(25));
+        for (const auto& [key, n] : counts)
+            QVERIFY2(n >= 40 && n <= 130, qPrintable(QString("%1 drawn %2 times").arg(QString::fromStdString(key)).arg(n)));
+    }
+
+    /// Hill climbing moves one knob at a time from the node it stands on, and on a landscape
+    /// with one peak it climbs there faster than uniform sampling does.
+    void hillClimbMovesOneKnobAndClimbs()
+    {
+        ReplayTable table = syntheticTable();
+        std::vector<int> climb, uniform;
+        for (uint64_t seed = 1; seed <= 200; ++seed) {
+            ReplayOptions o;
+            o.policy = "hillclimb";
+            o.seed = seed;
+            o.budget = 26;
+            auto r = replaySearch(table, o);
+            for (size_t i = 1; i < r.tree.size(); ++i) {
+                const Node& n = r.tree.node(static_cast<NodeId>(i));
+                if (n.origin != "neighbour")
+                    continue;
+                const Node& p = r.tree.node(n.parent);
+                int differ = 0;
+                for (const auto& [k, v] : n.knobs)
+                    differ += p.knobs.at(k) != v ? 1 : 0;
+                QCOMPARE(differ, 1);
+            }
+            climb.push_back(r.toBest.value_or(27));
+            o.policy = "uniform";
+            uniform.push_back(replaySearch(table, o).toBest.value_or(27));
+        }
+        auto c = replayStats(climb, 26), u = replayStats(uniform, 26);
+        QVERIFY2(c.medianHigh < u.medianLow, qPrintable(QString("hill climbing %1, uniform %2").arg(c.median).arg(u.median)));
+    }
+
+    /// With several timings per candidate a replay draws one per evaluation; the typical
+    /// result (the median) decides the table's best and whether the target was reached.
+    void replayDrawsOneTimingPerEvaluation()
+    {
+        ReplayTable table;
+        table.addSource("src", parseKnobSpace(kSource, "s.cpp"));
+        const KnobValues k {{"A", "1"}, {"B", "2"}, {"C", "x"}};
+        for (double s : {1.0, 3.0, 2.0})
+            table.addResult("src", k, "", {true, s, ""});
+        table.addResult("src", {{"A", "2"}, {"B", "2"}, {"C", "x"}}, "", {true, 2.5, ""});
+        QCOMPARE(table.size(), size_t(2));
+        QCOMPARE(table.timingsPerCandidate(), (std::pair<size_t, size_t>(1, 3)));
+        QCOMPARE(table.bestSpeedup(), 2.5); // the median of 1, 2, 3 is below 2.5
+        std::mt19937_64 noise(1);
+        std::set<double> seen;
+        for (int i = 0; i < 100; ++i) {
+            double typical = 0;
+            seen.insert(table.lookup("src", k, "", nullptr, &noise, &typical).speedup);
+            QCOMPARE(typical, 2.0);
+        }
+        QCOMPARE(seen, (std::set<double> {1.0, 2.0, 3.0}));
+        QCOMPARE(table.lookup("src", k, "").speedup, 2.0); // no generator: the typical result
+    }
+
+    /// The order statistics and the bootstrap interval of the median over runs 1..100.
+    void replayStatsOfKnownRuns()
+    {
+        std::vector<int> runs;
+        for (int i = 1; i <= 100; ++i)
+            runs.push_back(i);
+        auto st = replayStats(runs, 80);
+        QCOMPARE(st.runs, 100);
+        QCOMPARE(st.median, 50.5);
+        QCOMPARE(st.p75, 75.0);
+        QCOMPARE(st.p90, 90.0);
+        QCOMPARE(st.reached, 0.8);
+        QVERIFY(st.medianLow < 50.5 && st.medianHigh > 50.5);
+        QVERIFY(st.medianLow >= 38 && st.medianHigh <= 63); // about +-1.96 * sqrt(100) / 2 ranks * 1.1
+    }
+
+    /// The policy table of docs/SEARCH.md on the recorded CPU sweeps (resources/demo): every
+    /// admissible knob assignment timed, so every replayed evaluation is a recorded one.
+    /// Evaluations until a candidate within 5% of the best, over replay seeds 1-1000, each
+    /// median with its bootstrap 95% interval (2,000 resamples); a claim holds only when the
+    /// intervals are apart by the stated factor, so a lucky block of seeds cannot pass it:
+    /// - UCT (the default) needs at least 1.3x fewer evaluations than uniform sampling without
+    ///   replacement (measured 1.55-2.44x);
+    /// - first-improvement hill climbing needs at least 2x fewer than uniform (2.37-3.88x);
+    /// - the old `random` selection is worse than uniform sampling (0.70-0.76x).
+    /// The defaults were tuned on softmax and layernorm; embedding_bag_sum is held out.
+    void recordedSweepRatios_data()
     {
         QTest::addColumn<qint64>("session");
         QTest::addColumn<int>("recorded");
         QTest::addRow("softmax") << qint64(4) << 289;
         QTest::addRow("layernorm") << qint64(2) << 145;
-        QTest::addRow("embedding_bag_sum") << qint64(3) << 379;
+        QTest::addRow("embedding_bag_sum (held out)") << qint64(3) << 379;
     }
-    void uctBeatsRandomOnRecordedSweeps()
+    void recordedSweepRatios()
     {
         QFETCH(qint64, session);
         QFETCH(int, recorded);
@@ -301,24 +423,38 @@ private slots:
         Store store(db);
         auto table = ReplayTable::fromStore(store, {session});
         QCOMPARE(static_cast<int>(table.size()), recorded);
-        auto medianTo5 = [&](const std::string& policy) {
+        auto statsOf = [&](const std::string& policy) {
             std::vector<int> v;
-            for (uint64_t seed = 1; seed <= 10; ++seed) {
+            for (uint64_t seed = 1; seed <= 1000; ++seed) {
                 ReplayOptions ro;
                 ro.policy = policy;
                 ro.seed = seed;
                 ro.budget = recorded;
+                ro.stopAtWithin5 = true;
                 auto r = replaySearch(table, ro);
                 if (r.exactHits != static_cast<int>(r.speedups.size()))
                     qFatal("a replay of a complete sweep left the recording");
                 v.push_back(r.toWithin5.value_or(recorded + 1));
             }
-            std::sort(v.begin(), v.end());
-            return 0.5 * (v[4] + v[5]);
+            return replayStats(v, recorded);
         };
-        const double uct = medianTo5("uct");
-        const double random = medianTo5("random");
-        QVERIFY2(2 * uct <= random, (std::to_string(uct) + " vs random " + std::to_string(random)).c_str());
+        const auto uniform = statsOf("uniform");
+        const auto uct = statsOf("uct");
+        const auto climb = statsOf("hillclimb");
+        const auto random = statsOf("random");
+        auto say = [](const char* what, const ReplayStats& a, const ReplayStats& b) {
+            return QString("%1: %2 [%3, %4] vs %5 [%6, %7]")
+                .arg(what)
+                .arg(a.median)
+                .arg(a.medianLow)
+                .arg(a.medianHigh)
+                .arg(b.median)
+                .arg(b.medianLow)
+                .arg(b.medianHigh);
+        };
+        QVERIFY2(1.3 * uct.medianHigh <= uniform.medianLow, qPrintable(say("uct vs uniform", uct, uniform)));
+        QVERIFY2(2.0 * climb.medianHigh <= uniform.medianLow, qPrintable(say("hillclimb vs uniform", climb, uniform)));
+        QVERIFY2(uniform.medianHigh < random.medianLow, qPrintable(say("uniform vs random", uniform, random)));
     }
 };
 

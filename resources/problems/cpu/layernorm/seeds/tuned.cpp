@@ -4,6 +4,9 @@
 //            1: one pass for both, accumulating x - K and (x - K)^2 with the shift K = x[0] so
 //            that E[(x-K)^2] - E[x-K]^2 does not cancel catastrophically.
 //   SCHED    0: static schedule in chunks of ROWS_PER_TASK rows, 1: dynamic schedule.
+//   PREFETCH 0: no software prefetch; P > 0: before a row, prefetch the row P rows ahead
+//            (one __builtin_prefetch per cache line).
+//   OUT_UNROLL  vectors written per step of the output pass.
 //
 // hone:knob THREADS = 1 | 2
 // hone:knob ROWS_PER_TASK = 1 | 8 | 64
@@ -11,8 +14,11 @@
 // hone:knob VEC = 1 | 8 | 16
 // hone:knob UNROLL = 1 | 2 | 4
 // hone:knob ONE_PASS = 0 | 1
+// hone:knob PREFETCH = 0 | 1 | 4
+// hone:knob OUT_UNROLL = 1 | 2 | 4
 // hone:require VEC * UNROLL <= 32
 // hone:require THREADS > 1 || SCHED == 0
+// hone:require VEC * OUT_UNROLL <= 32
 // hone:flags -ffp-contract=fast
 #include "hone/kernel.h"
 
@@ -40,6 +46,12 @@
 #endif
 #ifndef ONE_PASS
 #define ONE_PASS 1
+#endif
+#ifndef PREFETCH
+#define PREFETCH 0
+#endif
+#ifndef OUT_UNROLL
+#define OUT_UNROLL 1
 #endif
 
 namespace {
@@ -158,6 +170,11 @@ inline void layernorm_row(const float* __restrict xr, const float* __restrict g,
     const vf mv = splat<vf>(mean);
     const vf rv = splat<vf>(rstd);
     int64_t j = 0;
+    for (; j + W * OUT_UNROLL <= N; j += W * OUT_UNROLL)
+        for (int u = 0; u < OUT_UNROLL; ++u) {
+            const int64_t k = j + u * W;
+            store(yr + k, (load<vf>(xr + k) - mv) * (rv * load<vf>(g + k)) + load<vf>(b + k));
+        }
     for (; j + W <= N; j += W)
         store(yr + j, (load<vf>(xr + j) - mv) * (rv * load<vf>(g + j)) + load<vf>(b + j));
     for (; j < N; ++j)
@@ -187,7 +204,13 @@ extern "C" int hone_run(const hone_args* args)
 #pragma omp parallel for num_threads(THREADS) schedule(static, ROWS_PER_TASK) if (M > 1)
 #endif
 #endif
-    for (int64_t i = 0; i < M; ++i)
+    for (int64_t i = 0; i < M; ++i) {
+#if PREFETCH > 0
+        if (i + PREFETCH < M)
+            for (int64_t c = 0; c < N; c += 16)
+                __builtin_prefetch(xp + (i + PREFETCH) * N + c);
+#endif
         layernorm_row(xp + i * N, g, b, yp + i * N, N, eps);
+    }
     return 0;
 }

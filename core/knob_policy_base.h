@@ -1,0 +1,58 @@
+#pragma once
+
+// Internal to the knob-space policies (knob_policy*.cpp): what they share.
+
+#include "core/knob_policy.h"
+
+namespace hone::core::knobpolicy {
+
+/// Portable draws (the standard distributions differ between standard libraries).
+inline uint64_t below(std::mt19937_64& rng, uint64_t n) { return n == 0 ? 0 : rng() % n; }
+inline double unit(std::mt19937_64& rng) { return static_cast<double>(rng() >> 11) * 0x1.0p-53; }
+
+/// A uniform number in [0, 1) fixed by (seed, key): a decision that must come out the same
+/// whenever the tree is read again (annealing's acceptance of a node).
+double fixedDraw(uint64_t seed, uint64_t key);
+
+/// The tree as the domain sees it: which node holds each point. Nodes are append-only and
+/// their candidates never change, so the map is brought up to date incrementally.
+class Base : public KnobPolicy {
+public:
+    Base(std::shared_ptr<const KnobDomain> domain, uint64_t seed);
+
+protected:
+    void sync(const SearchTree& tree);
+    /// The node holding point `p`, or -1.
+    NodeId nodeAt(size_t p) const { return m_nodeAt[p]; }
+    std::optional<size_t> pointOfNode(NodeId id) const;
+    /// Known and successful: its speedup; else nullopt (failed, pending or never evaluated).
+    std::optional<double> speedOf(const SearchTree& tree, size_t p) const;
+    bool failed(const SearchTree& tree, size_t p) const;
+    /// The top-level node that brought the point's source.
+    NodeId seedOf(size_t p) const { return m_seedOf[m_domain->sourceOf(p)]; }
+    /// The fastest successful top-level node of the domain, or nullopt.
+    std::optional<NodeId> bestSeed(const SearchTree& tree) const;
+    /// The next admissible point the tree does not hold, in a permutation fixed by the session
+    /// seed: a uniform sample without replacement.
+    std::optional<size_t> freshPoint();
+    /// The next `k` such points (fewer when the domain runs out), the first being freshPoint().
+    std::vector<size_t> freshPoints(size_t k);
+    std::vector<size_t> unseenNeighbours(size_t p) const;
+    KnobMove move(NodeId parent, size_t p, const std::string& origin, const std::string& op) const;
+    KnobMove fresh(size_t p) const { return move(seedOf(p), p, "sample", "restart"); }
+
+    std::shared_ptr<const KnobDomain> m_domain;
+    uint64_t m_seed;
+
+private:
+    std::vector<NodeId> m_nodeAt;
+    std::vector<long long> m_pointOfNode; // per node id; -1 outside the domain
+    std::vector<NodeId> m_seedOf;         // per source
+    std::vector<size_t> m_perm;
+    size_t m_cursor = 0;
+};
+
+std::unique_ptr<KnobPolicy> makeGenetic(std::shared_ptr<const KnobDomain> d, uint64_t seed, const GeneticParams& p);
+std::unique_ptr<KnobPolicy> makeTpe(std::shared_ptr<const KnobDomain> d, uint64_t seed, const TpeParams& p);
+
+} // namespace hone::core::knobpolicy
