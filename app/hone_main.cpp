@@ -8,6 +8,7 @@
 #include "app/bench_cli.h"
 #include "app/kb_cli.h"
 #include "app/kb_source.h"
+#include "app/import_cli.h"
 #include "app/llm_cli.h"
 #include "app/targets_cli.h"
 #include "app/replay_cli.h"
@@ -511,6 +512,8 @@ int main(int argc, char** argv)
             "evaluate through files in DIR, carried to and from a worker host that nothing reaches (exit status 6 "
             "while replies are awaited; docs/REMOTE.md)");
     app::addReplayCommand(app, g.store);
+    app::ImportOptions importOpts;
+    auto* import = app::addImportCommand(app, importOpts);
     std::string shell;
     auto* completion = app.add_subcommand("completion", "print a shell completion script: source <(hone completion bash)");
     completion->add_option("shell", shell, "bash or zsh")->required()->check(CLI::IsMember({"bash", "zsh"}));
@@ -555,6 +558,8 @@ int main(int argc, char** argv)
         }
         if (*show)
             return app::cmdShow(g.store, showSession);
+        if (*import)
+            return app::runImport(importOpts);
         if (*exp)
             return app::cmdExport(g.store, nodeSpec, outDir, allowFailedReverify);
     } catch (const CLI::ParseError& e) {

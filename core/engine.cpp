@@ -147,7 +147,19 @@ std::string resolveTarget(const ProblemSpec& spec, const std::string& requested)
     const Seed* base = spec.baselineSeed();
     if (!base)
         throw std::runtime_error("problem " + spec.name + " has no baseline seed; set baseline = \"FILE\" in problem.toml");
-    const std::string baseTarget = base->lang == "cuda" ? "cuda" : base->lang == "hip" ? "hip" : "cpu";
+    // A PyTorch baseline (reference.py) runs anywhere: the target is what was asked for, else
+    // the kind of the first seed, else the CPU.
+    std::string baseTarget = base->lang == "cuda" ? "cuda" : base->lang == "hip" ? "hip" : "cpu";
+    if (base->lang == "python") {
+        if (!requested.empty() && requested != "auto")
+            return requested;
+        for (const Seed& s : spec.seeds)
+            if (s.lang != "python") {
+                baseTarget = s.lang == "cuda" ? "cuda" : s.lang == "hip" ? "hip" : "cpu";
+                break;
+            }
+        return baseTarget;
+    }
     const std::string target = requested.empty() || requested == "auto" ? baseTarget : requested;
     if (target != baseTarget)
         throw std::runtime_error("problem " + spec.name + " has its baseline " + base->fileName + " for " + baseTarget
@@ -239,6 +251,10 @@ void Engine::setup(const RunOptions& options)
         m_synth.addSource(hash, std::move(space));
         m_sources[hash] = {seed.fileName, seed.source};
     }
+    if (builtinSynth(m_options.synth) && m_sources.empty())
+        throw std::runtime_error("problem " + spec.name + " has no seed kernel for target " + m_options.target
+            + ": --synth " + m_options.synth + " only tunes the knobs of seeds/*." + (lang == "cuda" ? "cu" : "cpp")
+            + " and needs at least one; add a seed, or let a model write kernels from the reference (--synth llm)");
     const Seed* base = spec.baselineSeed();
     if (!base)
         throw std::runtime_error("problem " + spec.name + " has no baseline seed");
@@ -270,8 +286,9 @@ Report Engine::run(const RunOptions& options, EngineObserver* observer)
     m_store.insertNode(m_session, root);
 
     // The baseline seed is evaluated first: every later speedup is measured against it.
+    // A PyTorch baseline (reference.py) is timed beside every candidate, never as a node.
     std::vector<const Seed*> order;
-    if (const Seed* b = spec.baselineSeed())
+    if (const Seed* b = spec.baselineSeed(); b && b->lang != "python")
         order.push_back(b);
     for (const Seed& s : spec.seeds)
         if (&s != spec.baselineSeed())
@@ -562,7 +579,7 @@ Report Engine::loop(EngineObserver* observer)
             observer->nodeEvaluated(m_tree.node(a.node), a.summary);
             observer->nodeResult(m_tree.node(a.node), a.result);
         }
-        if (a.node == baselineNode && !a.summary.ok && stopReason.empty())
+        if (a.node == baselineNode && m_tree.node(a.node).origin == "seed" && !a.summary.ok && stopReason.empty())
             stopReason = "baseline seed failed (" + a.summary.failureKind + "): " + a.summary.failureMessage;
         if (stopReason.empty() && m_options.targetSpeedup > 0 && progress.bestSpeedup >= m_options.targetSpeedup)
             stopReason = "target speedup " + std::to_string(m_options.targetSpeedup) + "x reached";
