@@ -579,7 +579,9 @@ Report Engine::loop(EngineObserver* observer)
             observer->nodeEvaluated(m_tree.node(a.node), a.summary);
             observer->nodeResult(m_tree.node(a.node), a.result);
         }
-        if (a.node == baselineNode && m_tree.node(a.node).origin == "seed" && !a.summary.ok && stopReason.empty())
+        // Node 1 is the baseline seed, unless the baseline is the PyTorch reference (never a node).
+        if (a.node == baselineNode && m_baselineCandidate.value("lang", std::string()) != "python"
+            && !a.summary.ok && stopReason.empty())
             stopReason = "baseline seed failed (" + a.summary.failureKind + "): " + a.summary.failureMessage;
         if (stopReason.empty() && m_options.targetSpeedup > 0 && progress.bestSpeedup >= m_options.targetSpeedup)
             stopReason = "target speedup " + std::to_string(m_options.targetSpeedup) + "x reached";

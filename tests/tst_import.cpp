@@ -359,6 +359,37 @@ private slots:
         QVERIFY2(r.err.find("--synth llm") != std::string::npos, r.err.c_str());
     }
 
+    void benchReportsCorrectnessAndFastP()
+    {
+        // A suite of two imported problems given seed kernels: a correct one and an all-zeros one.
+        const fs::path suite = m_out.parent_path() / "suite";
+        for (const auto& [problem, seed] : { std::pair { "01_relu", "relu.cpp" }, { "02_mul_add", "zeros.cpp" } }) {
+            fs::create_directories(suite / problem / "seeds");
+            for (const char* f : { "problem.toml", "reference.py" })
+                fs::copy_file(m_out / problem / f, suite / problem / f);
+            fs::copy_file(data(std::string("candidates/") + seed), suite / problem / "seeds" / seed);
+        }
+        const fs::path out = m_out.parent_path() / "bench-out";
+        const Run r = hone({ "bench", QString::fromStdString(suite.string()), "--target", "cpu", "--budget", "1",
+            "--no-torch", "--out", QString::fromStdString(out.string()) });
+        QVERIFY2(r.exitCode == 0, (r.out + r.err).c_str());
+        const json bench = json::parse(readFile(out / "bench.json"));
+        const json& kb = bench["kernelbench"];
+        QCOMPARE(kb["problems"].get<int>(), 2);
+        QCOMPARE(kb["correct"].get<int>(), 1);
+        QCOMPARE(kb["correct_rate"].get<double>(), 0.5);
+        QCOMPARE(kb["with_eager_speedup"].get<int>(), 1); // timed beside the PyTorch baseline
+        const json& relu = bench["rows"][0];
+        QCOMPARE(relu["problem"].get<std::string>(), std::string("01_relu"));
+        const double speedup = relu["speedup_vs_eager"].get<double>();
+        QVERIFY(speedup > 0);
+        for (const auto& [p, value] : { std::pair { "1.0", 1.0 }, { "1.5", 1.5 }, { "2.0", 2.0 } })
+            QCOMPARE(kb["fast_p"][p].get<double>(), speedup > value ? 0.5 : 0.0);
+        QCOMPARE(bench["rows"][1]["correct"].get<bool>(), false);
+        const std::string md = readFile(out / "bench.md");
+        QVERIFY2(md.find("KernelBench: 1 of 2 problems correct (50%); fast_1.0 ") != std::string::npos, md.c_str());
+    }
+
     void llmWritesKernelsFromThePyTorchReference()
     {
 #ifndef HONE_TEST_HTTPLIB
