@@ -198,15 +198,22 @@ void TorchKernel::start()
 void TorchKernel::send(const std::string& line)
 {
     const std::string text = line + "\n";
+    // A process that died must not take the worker with it through SIGPIPE.
+    struct sigaction ignore { }, old { };
+    ignore.sa_handler = SIG_IGN;
+    ::sigaction(SIGPIPE, &ignore, &old);
     size_t done = 0;
     while (done < text.size()) {
         const ssize_t n = ::write(m_in, text.data() + done, text.size() - done);
         if (n < 0 && errno == EINTR)
             continue;
         if (n <= 0)
-            throw RunnerDied("the PyTorch reference's process ended (its input is closed)");
+            break;
         done += static_cast<size_t>(n);
     }
+    ::sigaction(SIGPIPE, &old, nullptr);
+    if (done < text.size())
+        throw RunnerDied("the PyTorch reference " + m_name + ": its process ended (its input is closed)");
 }
 
 std::string TorchKernel::readLine(double seconds)
