@@ -157,6 +157,34 @@ const TorchVariant* fastestTorch(const std::vector<TorchVariant>& vs)
     return best;
 }
 
+/// KernelBench's figures over a suite: the share of problems with a correct kernel, and fast_p,
+/// the share that is correct and faster than PyTorch eager by more than p (speedup > p, as
+/// KernelBench computes it). A problem's speedup is over eager as torch_bench.py timed it, else
+/// the search's own when the problem's baseline is its PyTorch reference (reference.py).
+nlohmann::json kernelBenchFigures(const nlohmann::json& rows)
+{
+    int n = 0, correct = 0, measured = 0;
+    std::map<std::string, int> fast;
+    const std::vector<std::pair<std::string, double>> ps = { { "1.0", 1.0 }, { "1.5", 1.5 }, { "2.0", 2.0 } };
+    for (const auto& row : rows) {
+        ++n;
+        if (!row.value("correct", false))
+            continue;
+        ++correct;
+        if (!row.contains("speedup_vs_eager"))
+            continue;
+        ++measured;
+        const double s = row["speedup_vs_eager"].get<double>();
+        for (const auto& [name, p] : ps)
+            fast[name] += s > p ? 1 : 0;
+    }
+    nlohmann::json out = { { "problems", n }, { "correct", correct },
+        { "correct_rate", n ? static_cast<double>(correct) / n : 0.0 }, { "with_eager_speedup", measured } };
+    for (const auto& [name, p] : ps)
+        out["fast_p"][name] = n ? static_cast<double>(fast[name]) / n : 0.0;
+    return out;
+}
+
 std::string stamp()
 {
     const std::time_t t = std::time(nullptr);
@@ -252,7 +280,7 @@ int runBench(const BenchOptions& o, const std::string& storePath, const Executor
         { "workers", o.workers }, { "seed", o.seed }, { "torch", torchWhy }, { "geomean_speedup", geomean("speedup") },
         { "geomean_vs_torch", geomean("vs_torch") }, { "geomean_vs_eager", geomean("vs_eager") },
         { "geomean_vs_compile", geomean("vs_compile") }, { "geomean_vs_max_autotune", geomean("vs_max_autotune") },
-        { "rows", rows } };
+        { "kernelbench", kernelBenchFigures(rows) }, { "rows", rows } };
     {
         std::ofstream j(out / "bench.json");
         j << summary.dump(2) << "\n";
@@ -306,6 +334,16 @@ int runBench(const BenchOptions& o, const std::string& storePath, const Executor
         md << ")";
     }
     md << ".\n";
+    {
+        // KernelBench's report beside the table: correctness rate and fast_p over PyTorch eager.
+        const nlohmann::json& kb = summary["kernelbench"];
+        md << "\nKernelBench: " << kb["correct"].get<int>() << " of " << kb["problems"].get<int>()
+           << " problems correct (" << fmtPct(kb["correct_rate"].get<double>()) << "); fast_1.0 "
+           << fmtPct(kb["fast_p"]["1.0"].get<double>()) << ", fast_1.5 " << fmtPct(kb["fast_p"]["1.5"].get<double>())
+           << ", fast_2.0 " << fmtPct(kb["fast_p"]["2.0"].get<double>())
+           << " (correct and more than p times faster than PyTorch eager; " << kb["with_eager_speedup"].get<int>()
+           << " problems have an eager time).\n";
+    }
     {
         std::ofstream m(out / "bench.md");
         m << md.str();
@@ -429,7 +467,9 @@ int runBench(const BenchOptions& o, const std::string& storePath, const Executor
             if (dumped.value("type", std::string()) != "dumped") {
                 row["torch"] = { { "error", "the worker could not dump the inputs: " + dumped.dump().substr(0, 400) } };
             } else {
-                const fs::path module = dir / "torch_ref.py";
+                // A PyTorch reference (imported problems) is also the module torch_bench.py times.
+                const fs::path module
+                    = fs::exists(dir / "torch_ref.py") || spec.referenceLang != "python" ? dir / "torch_ref.py" : dir / "reference.py";
                 if (!fs::exists(module)) {
                     row["torch"] = { { "error", "the problem has no torch_ref.py" } };
                 } else {
@@ -463,6 +503,11 @@ int runBench(const BenchOptions& o, const std::string& storePath, const Executor
         } else if (!torch) {
             row["torch"] = { { "skipped", torchWhy } };
         }
+        row["correct"] = r.best.has_value();
+        if (row.contains("vs_eager"))
+            row["speedup_vs_eager"] = row["vs_eager"];
+        else if (spec.baseline == "reference.py" && r.bestSpeedup > 0)
+            row["speedup_vs_eager"] = r.bestSpeedup; // timed beside the PyTorch baseline in the worker
         std::fprintf(stderr, "  %-20s %s -> %s (%s), %s of bandwidth, %s\n", spec.name.c_str(),
             formatNs(r.baselineMedianNs).c_str(), formatNs(r.bestMedianNs).c_str(), fmtX(r.bestSpeedup).c_str(),
             fmtPct(r.fracBandwidth).c_str(), r.bound.c_str());

@@ -8,6 +8,7 @@
 #include "app/bench_cli.h"
 #include "app/kb_cli.h"
 #include "app/kb_source.h"
+#include "app/import_cli.h"
 #include "app/llm_cli.h"
 #include "app/targets_cli.h"
 #include "app/replay_cli.h"
@@ -526,6 +527,8 @@ int main(int argc, char** argv)
             "evaluate through files in DIR, carried to and from a worker host that nothing reaches (exit status 6 "
             "while replies are awaited; docs/REMOTE.md)");
     app::addReplayCommand(app, g.store);
+    app::ImportOptions importOpts;
+    auto* import = app::addImportCommand(app, importOpts);
     std::string shell;
     auto* completion = app.add_subcommand("completion", "print a shell completion script: source <(hone completion bash)");
     completion->add_option("shell", shell, "bash or zsh")->required()->check(CLI::IsMember({"bash", "zsh"}));
@@ -572,6 +575,8 @@ int main(int argc, char** argv)
             return app::cmdShow(g.store, showSession);
         if (*exportTorchCmd)
             return app::cmdExportTorch(torchProblem, torchSource, torchOut, torchKnobs);
+        if (*import)
+            return app::runImport(importOpts);
         if (*exp)
             return app::cmdExport(g.store, nodeSpec, outDir, allowFailedReverify, exportTorch, exportPortfolio);
     } catch (const CLI::ParseError& e) {

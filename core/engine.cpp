@@ -154,7 +154,8 @@ std::string langOfTarget(const std::string& target)
 const Seed* baselineFor(const ProblemSpec& spec, const std::string& target)
 {
     const Seed* base = spec.baselineSeed();
-    if (!base || target.empty() || target == "auto" || base->lang == langOfTarget(target))
+    // A PyTorch baseline (reference.py) serves every target.
+    if (!base || base->lang == "python" || target.empty() || target == "auto" || base->lang == langOfTarget(target))
         return base;
     const std::string lang = langOfTarget(target);
     const std::string stem = base->fileName.substr(0, base->fileName.rfind('.'));
@@ -177,7 +178,19 @@ std::string resolveTarget(const ProblemSpec& spec, const std::string& requested)
     const Seed* base = baselineFor(spec, requested);
     if (!base)
         throw std::runtime_error("problem " + spec.name + " has no baseline seed; set baseline = \"FILE\" in problem.toml");
-    const std::string baseTarget = base->lang == "cuda" ? "cuda" : base->lang == "hip" ? "hip" : "cpu";
+    // A PyTorch baseline (reference.py) runs anywhere: the target is what was asked for, else
+    // the kind of the first seed, else the CPU.
+    std::string baseTarget = base->lang == "cuda" ? "cuda" : base->lang == "hip" ? "hip" : "cpu";
+    if (base->lang == "python") {
+        if (!requested.empty() && requested != "auto")
+            return requested;
+        for (const Seed& s : spec.seeds)
+            if (s.lang != "python") {
+                baseTarget = s.lang == "cuda" ? "cuda" : s.lang == "hip" ? "hip" : "cpu";
+                break;
+            }
+        return baseTarget;
+    }
     const std::string target = requested.empty() || requested == "auto" ? baseTarget : requested;
     if (target != baseTarget)
         throw std::runtime_error("problem " + spec.name + " has its baseline " + base->fileName + " for " + baseTarget
@@ -276,6 +289,11 @@ void Engine::setup(const RunOptions& options)
         m_synth.addSource(hash, std::move(space));
         m_sources[hash] = {seed.fileName, seed.source};
     }
+    if (builtinSynth(m_options.synth) && m_sources.empty())
+        throw std::runtime_error("problem " + spec.name + " has no seed kernel for target " + m_options.target
+            + ": --synth " + m_options.synth + " only tunes the knobs of seeds/*."
+            + (lang == "cuda" ? "cu" : lang == "hip" ? "hip" : "cpp")
+            + " and needs at least one; add a seed, or let a model write kernels from the reference (--synth llm)");
     const Seed* base = baselineFor(spec, m_options.target);
     if (!base)
         throw std::runtime_error("problem " + spec.name + " has no baseline seed");
@@ -308,9 +326,10 @@ Report Engine::run(const RunOptions& options, EngineObserver* observer)
 
     // The baseline seed is evaluated first: every later speedup is measured against it.
     // Seeds for the session's device only: a problem may carry .cu and .hip seeds side by side.
+    // A PyTorch baseline (reference.py) is timed beside every candidate, never as a node.
     std::vector<const Seed*> order;
     const Seed* baseSeed = baselineFor(spec, m_options.target);
-    if (baseSeed)
+    if (baseSeed && baseSeed->lang != "python")
         order.push_back(baseSeed);
     for (const Seed& s : spec.seeds)
         if (&s != baseSeed && s.lang == langOfTarget(m_options.target))
@@ -604,7 +623,9 @@ Report Engine::loop(EngineObserver* observer)
             observer->nodeEvaluated(m_tree.node(a.node), a.summary);
             observer->nodeResult(m_tree.node(a.node), a.result);
         }
-        if (a.node == baselineNode && !a.summary.ok && stopReason.empty())
+        // Node 1 is the baseline seed, unless the baseline is the PyTorch reference (never a node).
+        if (a.node == baselineNode && m_baselineCandidate.value("lang", std::string()) != "python"
+            && !a.summary.ok && stopReason.empty())
             stopReason = "baseline seed failed (" + a.summary.failureKind + "): " + a.summary.failureMessage;
         if (stopReason.empty() && m_options.targetSpeedup > 0 && progress.bestSpeedup >= m_options.targetSpeedup)
             stopReason = "target speedup " + std::to_string(m_options.targetSpeedup) + "x reached";

@@ -70,9 +70,16 @@ std::optional<NodeId> Engine::proposeExternal(EngineObserver* observer, std::str
             std::mt19937_64 pick(selectionSeed(m_options.seed, m_nextSeq));
             bool boosted = false;
             auto sel = selectForExpansion(pick, boosted);
+            // A problem whose baseline is its PyTorch reference may have no seed kernel: the model
+            // then writes one from the problem (a restart from the root), also when every such
+            // attempt so far failed.
+            const bool fromRoot = !sel && m_spec->baselineSeed() && m_spec->baselineSeed()->lang == "python"
+                && m_tree.node(0).expandable;
+            if (fromRoot)
+                sel = 0;
             if (!sel)
                 return std::nullopt;
-            auto p = m_external->propose(synthRequest(*sel, chooseOperator(boosted)));
+            auto p = m_external->propose(synthRequest(*sel, fromRoot ? MemoryOperator::Restart : chooseOperator(boosted)));
             if (!p) {
                 m_tree.markExhausted(*sel);
                 continue;

@@ -1046,7 +1046,10 @@ ExportResult exportBundle(const Store& store, int64_t sessionId, int64_t nodeId,
             r.warnings.push_back("the problem folder " + problemDir.string()
                 + " changed since the session ran: reference.cpp, problem.toml and the test are today's");
         write("problem.toml", readText(problemDir / "problem.toml").value_or(""));
-        write("reference.cpp", spec->referenceSource);
+        write(spec->referenceFile(), spec->referenceSource);
+        if (spec->referenceLang == "python")
+            r.warnings.push_back("the problem's reference is PyTorch (reference.py): the standalone test, which "
+                                 "compiles a C++ reference.cpp, cannot run from this bundle");
     }
 
     // build.sh: the candidate as a shared object, with the knobs and flags it was measured with.

@@ -161,7 +161,9 @@ PromptInputs LlmSynthesizer::inputsFor(const SynthRequest& request) const
 std::optional<SynthProposal> LlmSynthesizer::propose(const SynthRequest& request)
 {
     const Node& node = request.tree->node(request.node);
-    if (node.state != NodeState::Ok || node.id == 0)
+    // The root only for a restart: a problem without seed kernels (a PyTorch reference) starts
+    // from the problem itself.
+    if (node.id == 0 ? request.memory.op != MemoryOperator::Restart : node.state != NodeState::Ok)
         return std::nullopt;
     checkBudget();
     PromptInputs in = inputsFor(request);

@@ -473,6 +473,13 @@ void Reader::readCost(const toml::table& root)
     }
     for (const char* key : { "flops", "bytes" }) {
         const toml::node* v = get(cost, m_pos["cost"], "cost", key, true, expected);
+        // An imported problem whose FLOPs could not be derived says so; the roofline then
+        // places its bytes only (docs/FORMATS.md).
+        if (std::string_view(key) == "flops" && v->value<std::string>() == std::optional<std::string>("unknown")) {
+            m_spec.flopsUnknown = true;
+            m_spec.flops = Expr::parse("0");
+            continue;
+        }
         Expr e = readExpr(*v, field("cost", key));
         m_exprs.emplace_back(field("cost", key), e);
         (std::string_view(key) == "flops" ? m_spec.flops : m_spec.bytes) = std::move(e);

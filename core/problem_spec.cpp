@@ -141,6 +141,8 @@ const Seed* ProblemSpec::baselineSeed() const
     for (const auto& s : seeds)
         if (s.fileName == baseline)
             return &s;
+    if (referenceLang == "python" && baseline == "reference.py")
+        return &referenceSeed;
     return nullptr;
 }
 
@@ -160,13 +162,21 @@ ProblemSpec loadProblem(const fs::path& dir)
     ProblemSpec& spec = parsed.spec;
     spec.dir = dir;
 
-    const fs::path refPath = dir / "reference.cpp";
+    // A C++ reference (reference.cpp), or a PyTorch one (reference.py) that the worker runs
+    // in a Python process (docs/FORMATS.md); never both.
+    const bool torchReference = fs::exists(dir / "reference.py");
+    if (torchReference && fs::exists(dir / "reference.cpp"))
+        throw ProblemError((dir / "reference.py").string(), 1, 1, "", "both reference.cpp and reference.py",
+            "one reference: reference.cpp (C++) or reference.py (PyTorch)");
+    spec.referenceLang = torchReference ? "python" : "cpp";
+    const fs::path refPath = dir / spec.referenceFile();
     const auto reference = readFile(refPath);
     if (!reference)
         throw ProblemError(refPath.string(), 1, 1, "", "cannot read the file",
-            "a CPU reference implementing resources/include/hone/kernel.h");
+            "a CPU reference implementing resources/include/hone/kernel.h, or a PyTorch reference.py");
     requireUtf8(refPath, *reference);
     spec.referenceSource = *reference;
+    spec.referenceSeed = Seed { "reference.py", "python", *reference };
 
     const fs::path seedDir = dir / "seeds";
     std::error_code ec;
@@ -188,14 +198,20 @@ ProblemSpec loadProblem(const fs::path& dir)
         requireUtf8(p, *source);
         spec.seeds.push_back(Seed { p.filename().string(), lang, *source });
     }
-    if (spec.seeds.empty())
+    // A PyTorch reference is also a baseline, so such a problem needs no seed (an LLM writes
+    // the kernels from the reference).
+    if (spec.seeds.empty() && !torchReference)
         throw ProblemError(
             seedDir.string(), 1, 1, "", "no seed sources", "at least one seeds/*.cpp, *.cu or *.hip");
 
     std::vector<std::string> seedNames;
     for (const auto& s : spec.seeds)
         seedNames.push_back(s.fileName);
-    if (spec.baseline.empty()) {
+    if (torchReference)
+        seedNames.push_back("reference.py");
+    if (spec.baseline.empty() && spec.seeds.empty()) {
+        spec.baseline = "reference.py";
+    } else if (spec.baseline.empty()) {
         const bool hasNaive = std::find(seedNames.begin(), seedNames.end(), "naive.cpp") != seedNames.end();
         spec.baseline = hasNaive ? "naive.cpp" : seedNames.front();
     } else if (!spec.baselineSeed()) {
@@ -206,7 +222,7 @@ ProblemSpec loadProblem(const fs::path& dir)
 
     std::string data;
     hashPart(data, "problem.toml", *toml);
-    hashPart(data, "reference.cpp", spec.referenceSource);
+    hashPart(data, spec.referenceFile(), spec.referenceSource);
     for (const auto& s : spec.seeds)
         hashPart(data, "seeds/" + s.fileName, s.source);
     spec.contentHash = sha256Hex(data);
@@ -264,7 +280,7 @@ nlohmann::json resolveShape(const ProblemSpec& spec, const ShapeBinding& shape, 
     nlohmann::json symbols = nlohmann::json::object();
     for (const auto& [sym, extent] : shape)
         symbols[sym] = extent;
-    return {
+    nlohmann::json out = {
         { "label", label },
         { "symbols", symbols },
         { "flops", eval(spec.flops, "cost.flops").asDouble() },
@@ -273,6 +289,9 @@ nlohmann::json resolveShape(const ProblemSpec& spec, const ShapeBinding& shape, 
         { "inputs", tensors(spec.inputs, "inputs") },
         { "outputs", tensors(spec.outputs, "outputs") },
     };
+    if (spec.flopsUnknown)
+        out["flops_unknown"] = true; // the roofline says so (docs/FORMATS.md)
+    return out;
 }
 
 nlohmann::json resolveProblem(const ProblemSpec& spec)
@@ -289,10 +308,13 @@ nlohmann::json resolveProblem(const ProblemSpec& spec)
     nlohmann::json bench = nlohmann::json::array();
     for (size_t i = 0; i < spec.benchShapes.size(); ++i)
         bench.push_back(resolveShape(spec, spec.benchShapes[i], indexed("bench", i)));
+    nlohmann::json reference = { { "lang", spec.referenceLang }, { "source", spec.referenceSource } };
+    if (spec.referenceLang == "python")
+        reference["name"] = spec.referenceFile();
     return {
         { "name", spec.name },
         { "family", spec.family },
-        { "reference", { { "lang", "cpp" }, { "source", spec.referenceSource } } },
+        { "reference", reference },
         { "params", params },
         { "tolerance", tolerance },
         { "libraries", spec.allowedLibraries },

@@ -88,19 +88,27 @@ struct ProblemSpec {
     std::string computeUnit = "fma";      // which compute ceiling flops run against: fma | tensor
     std::map<DType, Tolerance> tolerance;
     std::vector<std::string> allowedLibraries;
-    std::string referenceSource;          // reference.cpp
-    std::vector<Seed> seeds;              // sorted by file name
+    std::string referenceSource;          // reference.cpp or reference.py
+    std::string referenceLang = "cpp";    // cpp (reference.cpp) | python (reference.py, PyTorch)
+    std::vector<Seed> seeds;              // sorted by file name; may be empty with reference.py
+    bool flopsUnknown = false;            // [cost] flops = "unknown": the roofline places bytes only
 
     /// Content hash of problem.toml, reference.cpp and the seeds (hex SHA-256).
     std::string contentHash;
 
-    /// The `baseline` seed, or nullptr.
+    /// The `baseline` seed, or nullptr. `baseline = "reference.py"` names the PyTorch reference
+    /// itself (lang "python"): speedups are then over PyTorch eager.
     const Seed* baselineSeed() const;
+    /// The file name of the reference: reference.cpp or reference.py.
+    std::string referenceFile() const { return referenceLang == "python" ? "reference.py" : "reference.cpp"; }
+
+    Seed referenceSeed;                   // the PyTorch reference as a baseline (lang "python")
 };
 
 /// Loads and validates a problem folder. Throws ProblemError for any problem in
-/// problem.toml (with line/column/field), a missing reference.cpp or seeds/, a seed with an
-/// unknown extension, or a baseline that names no seed.
+/// problem.toml (with line/column/field), a missing reference (reference.cpp, or reference.py
+/// for a PyTorch reference), no seeds with a C++ reference, a seed with an unknown extension,
+/// or a baseline that names no seed.
 ProblemSpec loadProblem(const std::filesystem::path& dir);
 
 /// Same, from problem.toml text (for tests); `fileName` is used in messages. Reference and

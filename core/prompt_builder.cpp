@@ -17,7 +17,7 @@ const std::set<std::string>& commonNames()
 {
     static const std::set<std::string> names { "language", "lang", "target", "cpu", "gpu", "problem",
         "reference", "abi", "hardware", "memory", "operator", "task", "knowledge", "hints",
-        "allowed_libraries", "max_kb" };
+        "allowed_libraries", "max_kb", "reference_lang", "reference_note" };
     return names;
 }
 
@@ -487,6 +487,15 @@ std::map<std::string, std::string> PromptBuilder::commonValues(const PromptInput
     while (!ref.empty() && ref.back() == '\n')
         ref.pop_back();
     v["reference"] = ref;
+    // A PyTorch reference (imported problems): the candidate takes its inputs in order, the
+    // module's parameters among them, and writes its outputs in order.
+    const bool torchRef = in.problem && in.problem->referenceLang == "python";
+    v["reference_lang"] = torchRef ? "python" : "cpp";
+    v["reference_note"] = torchRef
+        ? "The reference is PyTorch: `run(inputs, params)` gets the inputs by name as tensors (the module's "
+          "parameters among them) and returns the outputs in order. Your kernel gets the same tensors, in the order of "
+          "the problem's inputs, through hone_args, and writes the outputs in order."
+        : std::string();
     std::string abi = abiHeaderText();
     while (!abi.empty() && abi.back() == '\n')
         abi.pop_back();

@@ -487,7 +487,7 @@ bf16 = { atol = 1e-2, rtol = 1e-2 }
         QTest::addRow("missing reference.cpp")
             << "missing_reference"
             << d + "/missing_reference/reference.cpp:1:1: field '': cannot read the file; expected a CPU reference "
-                   "implementing resources/include/hone/kernel.h";
+                   "implementing resources/include/hone/kernel.h, or a PyTorch reference.py";
         QTest::addRow("bad seed extension")
             << "bad_seed_extension"
             << d + "/bad_seed_extension/seeds/notes.txt:1:1: field '': unknown seed extension '.txt'; expected seed "

@@ -98,6 +98,11 @@ ShapeSpec parseShape(const nlohmann::json& j, const std::string& set, size_t ind
         }
     }
     s.flops = number(j, "flops", where, 0);
+    if (auto u = j.find("flops_unknown"); u != j.end() && !u->is_null()) {
+        if (!u->is_boolean())
+            throw RequestError(where + ".flops_unknown is not a boolean");
+        s.flopsUnknown = u->get<bool>();
+    }
     s.bytes = number(j, "bytes", where, 0);
     s.compute = text(j, "compute", where, "fma", false);
     if (s.compute != "fma" && s.compute != "tensor")

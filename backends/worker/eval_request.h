@@ -28,6 +28,7 @@ struct ShapeSpec {
     std::string label; // "small[1]"
     std::map<std::string, double> symbols;
     double flops = 0;
+    bool flopsUnknown = false; // "flops_unknown": the cost model has no FLOPs (imported problems)
     double bytes = 0;
     std::string compute = "fma"; // the compute ceiling flops run against: fma | tensor
     std::vector<TensorDesc> inputs;

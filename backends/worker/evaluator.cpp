@@ -7,6 +7,7 @@
 #include "ncu_profile.h"
 #include "system_info.h"
 #include "timing.h"
+#include "torch_reference.h"
 
 #include <algorithm>
 #include <chrono>
@@ -212,7 +213,9 @@ std::filesystem::path Evaluator::referenceCachePath(const ShapeSpec& shape, uint
     for (const auto& d : shape.inputs)
         inputBytes += d.bytes();
     // Small shapes cost less to recompute than to read back.
-    if (m_refCache.empty() || m_referenceKey.empty() || inputBytes < (size_t(4) << 20))
+    // PyTorch references start a Python process: their outputs are worth keeping at any size.
+    const bool torchReference = m_referenceKey.rfind("torch-", 0) == 0;
+    if (m_refCache.empty() || m_referenceKey.empty() || (inputBytes < (size_t(4) << 20) && !torchReference))
         return {};
     nlohmann::json key = { { "v", 1 }, { "reference", m_referenceKey }, { "label", shape.label },
         { "symbols", shape.symbols }, { "seed", seed }, { "params", m_request->params } };
@@ -275,6 +278,19 @@ void Evaluator::build(DeviceBackend& backend, const SourceSpec& spec, const char
 {
     const std::string roleName = role;
     const bool isCandidate = roleName == "candidate";
+    if (spec.lang == "python") {
+        // A PyTorch module (reference.py): a reference, or the baseline it doubles as. It runs
+        // on host memory, so on another device the baseline is left out here (docs/FORMATS.md).
+        if (isCandidate)
+            throw EvalFailure { FailureKind::BadCandidate, m_stage,
+                "candidate " + spec.name + " is Python; candidates are C++, CUDA or HIP sources (a PyTorch module can "
+                "only be a problem's reference or baseline)" };
+        built.compile.ok = true;
+        built.compile.objectPath = torchReferenceKey(spec.source);
+        if ((m_request->wantCheck || m_request->wantTime) && (&backend == &m_host || backend.kind() == "cpu"))
+            built.kernel = std::make_unique<TorchKernel>(spec.source, spec.name, m_request->runSeconds);
+        return;
+    }
     // The candidate's faults are its own; a reference or baseline that fails is the problem's.
     auto fail = [&](FailureKind kind, const std::string& message) -> EvalFailure {
         if (isCandidate)
@@ -485,7 +501,10 @@ nlohmann::json Evaluator::timeCandidate(const ShapeSpec& shape, LoadedKernel& ca
         double ns = 0;
         guardedRun(
             [&] {
-                ns = m_device.timedRun(k, a.args(), rc);
+                if (auto* torch = dynamic_cast<TorchKernel*>(&k))
+                    ns = torch->timedRun(a.args(), rc); // a PyTorch baseline, by its own clock
+                else
+                    ns = m_device.timedRun(k, a.args(), rc);
                 return rc;
             },
             false, m_stage, shape.label + (isBaseline ? " (baseline)" : ""));
@@ -851,6 +870,9 @@ nlohmann::json Evaluator::evaluate(const nlohmann::json& request)
             }
             if (!ceilingsError.empty())
                 diagnosis.evidence += " (ceilings unavailable: " + ceilingsError + ")";
+            if (shape.flopsUnknown)
+                diagnosis.evidence += ". The cost model's FLOPs are unknown (flops = \"unknown\" in problem.toml): "
+                                      "only bytes are placed on the roofline, and compute-bound cannot be told";
             result["roofline"] = core::toJson(roofline);
             result["diagnosis"] = core::toJson(diagnosis);
             // Far below the floor is not a fast kernel but a wrong measurement or a lie: a

@@ -13,6 +13,7 @@
 #endif
 #include "runner_backend.h"
 #include "runner_wire.h"
+#include "torch_reference.h"
 
 #include "core/protocol.h"
 
@@ -264,6 +265,7 @@ private:
         msg["sandbox"] = { { "enabled", sandbox.enabled }, { "available", sandbox.available } };
         if (!sandbox.enabled)
             msg["sandbox"]["reason"] = sandbox.reason;
+        msg["torch"] = backends::torchInfo(); // PyTorch references (reference.py)
         return msg;
     }
 
