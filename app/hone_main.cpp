@@ -23,6 +23,7 @@
 #include "knowledge/knowledge_base.h"
 #include "knowledge/skills.h"
 
+#include <algorithm>
 #include <CLI/CLI.hpp>
 
 #include <atomic>
@@ -131,6 +132,19 @@ nlohmann::json reverificationJson(const core::Report& r)
     return {{"evaluations", fresh}, {"tries", tries}, {"note", r.reverifyNote}};
 }
 
+/// Shape sets: the best's per-shape results (its speedup is their weighted geometric mean).
+nlohmann::json bestShapesJson(const core::Report& r)
+{
+    nlohmann::json out = nlohmann::json::array();
+    for (size_t i = 0; i < r.bestShapes.size(); ++i) {
+        const auto& s = r.bestShapes[i];
+        out.push_back({{"index", s.index}, {"shape", s.label}, {"weight", r.bestShapeWeights[i]}, {"speedup", s.speedup},
+            {"median_ns", s.medianNs}, {"baseline_median_ns", s.baselineMedianNs},
+            {"frac_bandwidth", s.fracBandwidth}, {"frac_compute", s.fracCompute}});
+    }
+    return out;
+}
+
 nlohmann::json reportJson(const core::Report& r)
 {
     nlohmann::json knobs = nlohmann::json::object();
@@ -148,7 +162,8 @@ nlohmann::json reportJson(const core::Report& r)
                          {"frac_bandwidth", r.fracBandwidth}, {"frac_compute", r.fracCompute},
                          {"verified", r.bestVerified},
                          {"reverify_median_ns", r.bestVerified ? nlohmann::json(r.reverifyMedianNs) : nlohmann::json()},
-                         {"reverify_speedup", r.bestVerified ? nlohmann::json(r.reverifySpeedup) : nlohmann::json()}}
+                         {"reverify_speedup", r.bestVerified ? nlohmann::json(r.reverifySpeedup) : nlohmann::json()},
+                         {"shapes", bestShapesJson(r)}, {"slower_on", r.bestSlowerOn}}
                    : nlohmann::json(nullptr)},
         {"reverification", reverificationJson(r)}};
 }
@@ -197,6 +212,17 @@ void printReport(
     std::printf("speedup    %.2fx over the seed baseline %s (%s vs %s, medians interleaved in one worker)\n",
         r.bestSpeedup, baselineName.c_str(), app::formatNs(r.bestMedianNs).c_str(),
         app::formatNs(r.baselineMedianNs).c_str());
+    for (size_t i = 0; i < r.bestShapes.size(); ++i) {
+        const auto& s = r.bestShapes[i];
+        std::printf("  %-9s weight %-7g %.2fx (%s vs %s), %.0f%% of bandwidth%s\n", s.label.c_str(),
+            r.bestShapeWeights[i], s.speedup, app::formatNs(s.medianNs).c_str(),
+            app::formatNs(s.baselineMedianNs).c_str(), 100 * s.fracBandwidth,
+            std::find(r.bestSlowerOn.begin(), r.bestSlowerOn.end(), s.label) != r.bestSlowerOn.end()
+                ? "  SLOWER THAN BASELINE" : "");
+    }
+    if (!r.bestShapes.empty())
+        std::printf("           (the speedup is the weighted geometric mean over these shapes; timing, roofline and\n"
+                    "           evidence are the first, the heaviest)\n");
     std::printf("roofline   %.0f%% of measured copy bandwidth, %.1f%% of measured FMA peak: %s-bound\n",
         100 * r.fracBandwidth, 100 * r.fracCompute, r.bound.c_str());
     std::printf("evidence   %s\n", r.evidence.c_str());
