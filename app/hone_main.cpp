@@ -410,6 +410,11 @@ int cmdEval(const Globals& g, const std::string& problemDir, const std::string& 
         {"flags", baseSpace.flags}};
     req["stages"] = {"compile", "check", "time"};
     req["config"] = {{"seeds", {1, 2, 3}}, {"samples", 25}, {"warmup", 3}, {"timing_shape", 0}};
+    if (spec.benchShapes.size() > 1) { // a shape set: every shape, in file order, none screened
+        req["config"]["timing_shapes"] = nlohmann::json::array();
+        for (size_t i = 0; i < spec.benchShapes.size(); ++i)
+            req["config"]["timing_shapes"].push_back(i);
+    }
     req["limits"] = {{"compile_s", 120}, {"run_s", 60}};
     auto exec = makeExecutor(g, 1, lang == "cuda" ? "cuda" : lang == "hip" ? "hip" : "cpu");
     exec->submit(core::EvalJob {req["id"], req});
@@ -433,6 +438,16 @@ int cmdEval(const Globals& g, const std::string& problemDir, const std::string& 
             std::printf("roofline   %.0f%% of bandwidth, %.1f%% of FMA peak\n", 100 * s.fracBandwidth,
                 100 * s.fracCompute);
             std::printf("diagnosis  %s\n", s.evidence.c_str());
+            if (!s.shapes.empty()) {
+                const core::Objective o = core::objectiveOf(s, spec.benchWeights, 0);
+                for (const auto& x : s.shapes)
+                    std::printf("  %-9s %s vs %s, %.2fx, %.0f%% of bandwidth%s\n", x.label.c_str(),
+                        app::formatNs(x.medianNs).c_str(), app::formatNs(x.baselineMedianNs).c_str(), x.speedup,
+                        100 * x.fracBandwidth,
+                        std::find(o.slowerOn.begin(), o.slowerOn.end(), x.label) != o.slowerOn.end()
+                            ? "  SLOWER THAN BASELINE" : "");
+                std::printf("objective  %.2fx (weighted geometric mean over the bench shapes)\n", o.value);
+            }
         }
     }
     const auto verdict = core::protocol::summarize(done->result);

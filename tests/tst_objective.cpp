@@ -212,6 +212,42 @@ f32 = { atol = 1e-6, rtol = 1e-4 }
         QVERIFY2(out.contains("(screened on bench[0]: estimate)"), qPrintable(out));
         QVERIFY2(out.contains(QRegularExpression("bench\\[1\\]\\s+weight 1 .*SLOWER THAN BASELINE")), qPrintable(out));
     }
+
+    /// `hone bench` tabulates every bench shape of a set: JSON rows with per-shape seed, best and
+    /// speedup, and one Markdown line per shape plus the problem's weighted summary line.
+    void benchTablesEveryShape()
+    {
+        const char* cli = std::getenv("HONE_CLI");
+        if (!cli)
+            QSKIP("HONE_CLI is not set (run through ctest)");
+        QTemporaryDir tmp;
+        QProcess bench;
+        bench.start(cli, { "--store", tmp.filePath("hone.db"), "--create", "--cache-dir", tmp.filePath("cache"),
+                             "bench", QStringLiteral(HONE_SOURCE_DIR "/resources/problems/cpu"), "--only", "softmax",
+                             "--budget", "3", "--workers", "1", "--no-torch", "--no-profile", "--out",
+                             tmp.filePath("out") });
+        QVERIFY(bench.waitForFinished(240000));
+        QVERIFY2(bench.exitCode() == 0, bench.readAllStandardError().constData());
+        std::ifstream in(tmp.filePath("out/bench.json").toStdString());
+        const nlohmann::json j = nlohmann::json::parse(in);
+        QCOMPARE(j["rows"].size(), size_t(1));
+        const nlohmann::json& row = j["rows"][0];
+        QCOMPARE(row["shapes"].size(), size_t(3));
+        std::vector<double> speedups, weights;
+        for (const auto& sh : row["shapes"]) {
+            QVERIFY(sh["seed_median_ns"].get<double>() > 0);
+            QVERIFY(sh["best_median_ns"].get<double>() > 0);
+            speedups.push_back(sh["speedup"].get<double>());
+            weights.push_back(sh["weight"].get<double>());
+        }
+        QCOMPARE(row["shapes"][0]["label"].get<std::string>(), std::string("bench[0]")); // M = 2048: the heaviest
+        QCOMPARE(row["shapes"][0]["shape"].get<std::string>(), std::string("M=2048 N=1024"));
+        QVERIFY(std::abs(row["speedup"].get<double>() - core::weightedGeomean(speedups, weights)) < 1e-9);
+        std::ifstream mdIn(tmp.filePath("out/bench.md").toStdString());
+        const std::string md((std::istreambuf_iterator<char>(mdIn)), std::istreambuf_iterator<char>());
+        QVERIFY2(md.find("| softmax | bench[2] M=64 N=4099 | 1 |") != std::string::npos, md.c_str());
+        QVERIFY2(md.find("| **softmax** | all shapes |") != std::string::npos, md.c_str());
+    }
 };
 
 QTEST_GUILESS_MAIN(TestObjective)
