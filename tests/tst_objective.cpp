@@ -48,7 +48,9 @@ void write(const std::filesystem::path& p, const std::string& text)
 }
 
 /// The `scale` test problem with two bench shapes (bench[0] weighs 3) and three seeds: the
-/// baseline (4 passes), `split` (1 pass on bench[0], 32 on bench[1]) and `slow` (16 passes).
+/// baseline (16 passes), `split` (1 pass on bench[0], 32 on bench[1]) and `slow` (64 passes).
+/// The first pass reads from memory (caches are flushed before each timed call), the others
+/// from cache: the ratios are smaller than the pass counts, but far from 1.
 std::filesystem::path makeTwoShapeProblem(const QTemporaryDir& tmp)
 {
     const auto dir = std::filesystem::path(tmp.path().toStdString()) / "scale2";
@@ -60,9 +62,9 @@ std::filesystem::path makeTwoShapeProblem(const QTemporaryDir& tmp)
     const size_t b = toml.find("bench = ");
     toml.replace(b, toml.find('\n', b) - b, "bench = [ { N = 65536, weight = 3 }, { N = 65537 } ]");
     write(dir / "problem.toml", toml);
-    write(dir / "seeds" / "paced.cpp", pacedSeed(4));
+    write(dir / "seeds" / "paced.cpp", pacedSeed(16));
     write(dir / "seeds" / "split.cpp", pacedSeed(32, 65536));
-    write(dir / "seeds" / "slow.cpp", pacedSeed(16));
+    write(dir / "seeds" / "slow.cpp", pacedSeed(64));
     return dir;
 }
 
@@ -182,7 +184,7 @@ f32 = { atol = 1e-6, rtol = 1e-4 }
         QCOMPARE(split.shapes[0].label, std::string("bench[0]")); // the heaviest first
         QCOMPARE(split.shapes[0].weight, 3.0);
         QVERIFY2(split.shapes[0].speedup > 1.5, std::to_string(split.shapes[0].speedup).c_str());
-        QVERIFY2(split.shapes[1].speedup < 0.5, std::to_string(split.shapes[1].speedup).c_str());
+        QVERIFY2(split.shapes[1].speedup < 0.8, std::to_string(split.shapes[1].speedup).c_str());
         QCOMPARE(split.speedup, core::weightedGeomean({ split.shapes[0].speedup, split.shapes[1].speedup }, { 3, 1 }));
         QCOMPARE(split.slowerShapes, std::vector<std::string> { "bench[1]" });
         QVERIFY(!split.screened);
