@@ -77,11 +77,11 @@ std::string torchScript()
     return {};
 }
 
-std::string shapeText(const core::ProblemSpec& spec)
+std::string shapeText(const core::ProblemSpec& spec, size_t index = 0)
 {
-    if (spec.benchShapes.empty())
+    if (index >= spec.benchShapes.size())
         return "?";
-    nlohmann::json s = core::resolveShape(spec, spec.benchShapes[0], "bench[0]");
+    nlohmann::json s = core::resolveShape(spec, spec.benchShapes[index], "bench[" + std::to_string(index) + "]");
     std::string out;
     for (const auto& [k, v] : s["symbols"].items()) {
         out += (out.empty() ? "" : " ") + k + "=";
@@ -265,7 +265,8 @@ int runBench(const BenchOptions& o, const std::string& storePath, const Executor
     std::string device;
     // Rewritten after every problem, so a run cut short still leaves its table.
     auto writeTables = [&](bool final) {
-    // Geometric means over the problems that have the number.
+    // Geometric means: the objective over the problems, the PyTorch ratios over every (problem,
+    // shape) that has the number; and the minimum ratio, which decides deployment.
     auto geomean = [&](const char* key) {
         double logSum = 0;
         int n = 0;
@@ -276,11 +277,32 @@ int runBench(const BenchOptions& o, const std::string& storePath, const Executor
             }
         return n ? std::exp(logSum / n) : 0.0;
     };
+    auto shapeGeomean = [&](const char* key) {
+        double logSum = 0;
+        int n = 0;
+        for (const auto& row : rows)
+            for (const auto& sh : row.value("shapes", nlohmann::json::array()))
+                if (sh.contains(key) && sh[key].get<double>() > 0) {
+                    logSum += std::log(sh[key].get<double>());
+                    ++n;
+                }
+        return n ? std::exp(logSum / n) : 0.0;
+    };
+    double minVsTorch = 0;
+    std::string minAt;
+    for (const auto& row : rows)
+        for (const auto& sh : row.value("shapes", nlohmann::json::array()))
+            if (sh.contains("vs_torch") && (minAt.empty() || sh["vs_torch"].get<double>() < minVsTorch)) {
+                minVsTorch = sh["vs_torch"].get<double>();
+                minAt = row["problem"].get<std::string>() + " " + sh["label"].get<std::string>() + " ("
+                    + sh["shape"].get<std::string>() + ")";
+            }
     nlohmann::json summary = { { "suite", o.suite }, { "device", device }, { "budget", o.budget },
         { "workers", o.workers }, { "seed", o.seed }, { "torch", torchWhy }, { "geomean_speedup", geomean("speedup") },
-        { "geomean_vs_torch", geomean("vs_torch") }, { "geomean_vs_eager", geomean("vs_eager") },
-        { "geomean_vs_compile", geomean("vs_compile") }, { "geomean_vs_max_autotune", geomean("vs_max_autotune") },
-        { "kernelbench", kernelBenchFigures(rows) }, { "rows", rows } };
+        { "geomean_vs_torch", shapeGeomean("vs_torch") }, { "geomean_vs_eager", shapeGeomean("vs_eager") },
+        { "geomean_vs_compile", shapeGeomean("vs_compile") },
+        { "geomean_vs_max_autotune", shapeGeomean("vs_max_autotune") }, { "min_vs_torch", minVsTorch },
+        { "min_vs_torch_at", minAt }, { "kernelbench", kernelBenchFigures(rows) }, { "rows", rows } };
     {
         std::ofstream j(out / "bench.json");
         j << summary.dump(2) << "\n";
@@ -290,48 +312,65 @@ int runBench(const BenchOptions& o, const std::string& storePath, const Executor
     md << "# hone bench " << o.suite << "\n\n"
        << "Device: " << device << ". Budget " << o.budget << " evaluations per problem, " << o.workers
        << " workers, seed " << o.seed << ". PyTorch: " << torchWhy << ".\n\n"
-       << "Each PyTorch cell: GPU time / host-inclusive time / CUDA-graph replay. GPU time hides the "
-          "host launch behind work already queued, as candidates are timed; vs PyTorch compares the "
-          "best kernel with the fastest variant by GPU time.\n\n"
-       << "| problem | shape | seed | best | speedup | % BW | % compute | bound | eager | torch.compile | "
+       << "One line per problem and bench shape; the search's objective is the weighted geometric mean of "
+          "the per-shape speedups (the problem's summary line). Each PyTorch cell: GPU time / "
+          "host-inclusive time / CUDA-graph replay. GPU time hides the host launch behind work already "
+          "queued, as candidates are timed; vs PyTorch compares the best kernel with the fastest variant by "
+          "GPU time on that shape.\n\n"
+       << "| problem | shape | weight | seed | best | speedup | % BW | % compute | bound | eager | torch.compile | "
           "max-autotune | vs PyTorch |\n"
-       << "|---|---|---|---|---|---|---|---|---|---|---|---|\n";
+       << "|---|---|---|---|---|---|---|---|---|---|---|---|---|\n";
+    auto cell = [](const TorchVariant& v) -> std::string {
+        if (!v.present)
+            return "—";
+        if (!v.ok)
+            return "failed";
+        return formatNs(v.gpuNs) + " / " + (v.hostNs > 0 ? formatNs(v.hostNs) : "—") + " / "
+            + (v.graphNs > 0 ? formatNs(v.graphNs) : v.graphError.empty() ? "—" : "no graph");
+    };
     for (const auto& row : rows) {
         if (row.contains("skipped") || row.contains("error")) {
             md << "| " << row["problem"].get<std::string>() << " | " << row["shape"].get<std::string>() << " | "
                << (row.contains("skipped") ? "skipped: " + row["skipped"].get<std::string>()
                                            : "failed: " + row["error"].get<std::string>())
-               << " |||||||||||\n";
+               << " ||||||||||||\n";
             continue;
         }
-        const std::vector<TorchVariant> variants = torchVariants(row.value("torch", nlohmann::json()));
-        auto cell = [](const TorchVariant& v) -> std::string {
-            if (!v.present)
-                return "—";
-            if (!v.ok)
-                return "failed";
-            return formatNs(v.gpuNs) + " / " + (v.hostNs > 0 ? formatNs(v.hostNs) : "—") + " / "
-                + (v.graphNs > 0 ? formatNs(v.graphNs) : v.graphError.empty() ? "—" : "no graph");
-        };
-        const TorchVariant* fastest = fastestTorch(variants);
-        md << "| " << row["problem"].get<std::string>() << " | " << row["shape"].get<std::string>() << " | "
-           << formatNs(row["seed_median_ns"].get<double>()) << " | " << formatNs(row["best_median_ns"].get<double>())
-           << " | " << fmtX(row["speedup"].get<double>()) << " | " << fmtPct(row["frac_bandwidth"].get<double>())
-           << " | " << fmtPct(row["frac_compute"].get<double>()) << " | " << row["bound"].get<std::string>();
-        for (const auto& v : variants)
-            md << " | " << cell(v);
-        md << " | "
-           << (fastest ? fmtX(row.value("vs_torch", 0.0)) + " (" + fastest->title + ")" : std::string("—"))
+        for (const auto& sh : row.value("shapes", nlohmann::json::array())) {
+            const std::vector<TorchVariant> variants = torchVariants(sh.value("torch", nlohmann::json()));
+            const TorchVariant* fastest = fastestTorch(variants);
+            char weight[32];
+            std::snprintf(weight, sizeof weight, "%g", sh.value("weight", 1.0));
+            md << "| " << row["problem"].get<std::string>() << " | " << sh["label"].get<std::string>() << " "
+               << sh["shape"].get<std::string>() << " | " << weight << " | "
+               << formatNs(sh.value("seed_median_ns", 0.0)) << " | " << formatNs(sh.value("best_median_ns", 0.0))
+               << " | " << fmtX(sh.value("speedup", 0.0)) << (sh.value("slower_than_seed", false) ? " (slower)" : "")
+               << " | " << fmtPct(sh.value("frac_bandwidth", 0.0)) << " | " << fmtPct(sh.value("frac_compute", 0.0))
+               << " | " << sh.value("bound", std::string());
+            for (const auto& v : variants)
+                md << " | " << cell(v);
+            if (variants.empty())
+                md << " | — | — | —";
+            md << " | "
+               << (fastest ? fmtX(sh.value("vs_torch", 0.0)) + " (" + fastest->title + ")" : std::string("—"))
+               << " |\n";
+        }
+        md << "| **" << row["problem"].get<std::string>() << "** | all shapes | | | | **"
+           << fmtX(row["speedup"].get<double>()) << "** (weighted) | | | | | | | "
+           << (row.contains("worst_vs_torch")
+                      ? "worst " + fmtX(row["worst_vs_torch"].get<double>()) + " on " + row["worst_shape"].get<std::string>()
+                      : std::string("—"))
            << " |\n";
     }
-    md << "\nGeometric mean: " << fmtX(summary["geomean_speedup"].get<double>()) << " over the seeds";
+    md << "\nGeometric mean: " << fmtX(summary["geomean_speedup"].get<double>()) << " over the seeds (the problems' objectives)";
     if (summary["geomean_vs_torch"].get<double>() > 0) {
         md << ", " << fmtX(summary["geomean_vs_torch"].get<double>())
-           << " over the fastest PyTorch variant by GPU time (" << fmtX(summary["geomean_vs_eager"].get<double>())
-           << " over eager, " << fmtX(summary["geomean_vs_compile"].get<double>()) << " over torch.compile";
+           << " over the fastest PyTorch variant by GPU time over every problem and shape ("
+           << fmtX(summary["geomean_vs_eager"].get<double>()) << " over eager, "
+           << fmtX(summary["geomean_vs_compile"].get<double>()) << " over torch.compile";
         if (summary["geomean_vs_max_autotune"].get<double>() > 0)
             md << ", " << fmtX(summary["geomean_vs_max_autotune"].get<double>()) << " over max-autotune";
-        md << ")";
+        md << "); minimum " << fmtX(minVsTorch) << " on " << minAt;
     }
     md << ".\n";
     {
@@ -402,6 +441,28 @@ int runBench(const BenchOptions& o, const std::string& storePath, const Executor
             { "speedup", r.bestSpeedup }, { "frac_bandwidth", r.fracBandwidth }, { "frac_compute", r.fracCompute },
             { "bound", r.bound }, { "evidence", r.evidence }, { "best_source", r.bestSource },
             { "best_knobs", core::knobsToString(r.bestKnobs) }, { "stop_reason", r.stopReason } });
+        // Per bench shape: the seed and the best (its speedup is their weighted geometric mean).
+        {
+            nlohmann::json shapes = nlohmann::json::array();
+            if (r.bestShapes.empty()) {
+                shapes.push_back({ { "index", 0 }, { "label", "bench[0]" }, { "shape", shapeText(spec) },
+                    { "weight", spec.benchWeights.empty() ? 1.0 : spec.benchWeights[0] },
+                    { "seed_median_ns", r.baselineMedianNs }, { "best_median_ns", r.bestMedianNs },
+                    { "speedup", r.bestMedianNs > 0 ? r.baselineMedianNs / r.bestMedianNs : 0.0 },
+                    { "frac_bandwidth", r.fracBandwidth }, { "frac_compute", r.fracCompute }, { "bound", r.bound } });
+            } else {
+                for (size_t i = 0; i < r.bestShapes.size(); ++i) {
+                    const auto& x = r.bestShapes[i];
+                    shapes.push_back({ { "index", x.index }, { "label", x.label }, { "shape", shapeText(spec, x.index) },
+                        { "weight", r.bestShapeWeights[i] }, { "seed_median_ns", x.baselineMedianNs },
+                        { "best_median_ns", x.medianNs }, { "speedup", x.speedup },
+                        { "frac_bandwidth", x.fracBandwidth }, { "frac_compute", x.fracCompute },
+                        { "bound", x.bound }, { "slower_than_seed", std::find(r.bestSlowerOn.begin(), r.bestSlowerOn.end(), x.label)
+                                != r.bestSlowerOn.end() } });
+                }
+            }
+            row["shapes"] = shapes;
+        }
         // Best per seed source, so that hand-written kernels can be compared with library seeds.
         std::map<std::string, std::string> sourceName;
         std::map<int64_t, std::string> nodeSource;
@@ -454,18 +515,28 @@ int runBench(const BenchOptions& o, const std::string& storePath, const Executor
 
         if (torch && r.best) {
             const fs::path data = out / (spec.name + "-data");
-            nlohmann::json req = core::protocol::makeMessage("dump");
-            req["id"] = "dump-" + spec.name;
-            req["problem"] = core::resolveProblem(spec);
-            req["dir"] = fs::absolute(data).string();
-            req["config"] = { { "timing_shape", 0 } };
-            backends::WorkerLimits limits;
-            limits.stageSeconds = 1800;
-            limits.memoryMiB = 65536;
-            limits.addressSpaceLimit = false;
-            const nlohmann::json dumped = backends::runWorker(exec->command(), req, limits);
-            if (dumped.value("type", std::string()) != "dumped") {
-                row["torch"] = { { "error", "the worker could not dump the inputs: " + dumped.dump().substr(0, 400) } };
+            std::vector<std::string> manifests;
+            std::string dumpError;
+            for (const auto& sh : row["shapes"]) {
+                nlohmann::json req = core::protocol::makeMessage("dump");
+                req["id"] = "dump-" + spec.name + "-" + sh["label"].get<std::string>();
+                req["problem"] = core::resolveProblem(spec);
+                req["dir"] = fs::absolute(data / ("shape-" + std::to_string(sh["index"].get<size_t>()))).string();
+                req["config"] = { { "timing_shape", sh["index"] } };
+                backends::WorkerLimits limits;
+                limits.stageSeconds = 1800;
+                limits.memoryMiB = 65536;
+                limits.addressSpaceLimit = false;
+                const nlohmann::json dumped = backends::runWorker(exec->command(), req, limits);
+                if (dumped.value("type", std::string()) != "dumped") {
+                    dumpError = "the worker could not dump the inputs of " + sh["label"].get<std::string>() + ": "
+                        + dumped.dump().substr(0, 400);
+                    break;
+                }
+                manifests.push_back(dumped.value("manifest", std::string()));
+            }
+            if (!dumpError.empty()) {
+                row["torch"] = { { "error", dumpError } };
             } else {
                 // A PyTorch reference (imported problems) is also the module torch_bench.py times.
                 const fs::path module
@@ -474,8 +545,10 @@ int runBench(const BenchOptions& o, const std::string& storePath, const Executor
                     row["torch"] = { { "error", "the problem has no torch_ref.py" } };
                 } else {
                     int st = 0;
-                    const std::string cmd = "python3 " + shellQuote(script) + " --manifest "
-                        + shellQuote(dumped.value("manifest", std::string())) + " --module "
+                    std::string manifestArgs;
+                    for (const auto& m : manifests)
+                        manifestArgs += " --manifest " + shellQuote(m);
+                    const std::string cmd = "python3 " + shellQuote(script) + manifestArgs + " --module "
                         + shellQuote(fs::absolute(module).string()) + " --samples " + std::to_string(o.torchSamples)
                         + (o.maxAutotune ? "" : " --skip-max-autotune")
                         + " 2>" + shellQuote((out / (spec.name + "-torch.log")).string());
@@ -486,16 +559,35 @@ int runBench(const BenchOptions& o, const std::string& storePath, const Executor
                         t = { { "error", "torch_bench.py printed no JSON (exit " + std::to_string(st) + "); see "
                                       + (out / (spec.name + "-torch.log")).string() } };
                     row["torch"] = t;
-                    const std::vector<TorchVariant> variants = torchVariants(t);
-                    if (r.bestMedianNs > 0) {
-                        for (const auto& v : variants)
-                            if (v.ok && v.gpuNs > 0)
-                                row["vs_" + v.label] = v.gpuNs / r.bestMedianNs;
-                        if (const TorchVariant* f = fastestTorch(variants)) {
-                            row["torch_fastest"] = f->label;
-                            row["vs_torch"] = f->gpuNs / r.bestMedianNs;
+                    // Per shape: each variant against the best on that shape, GPU time.
+                    for (size_t i = 0; i < row["shapes"].size(); ++i) {
+                        nlohmann::json& sh = row["shapes"][i];
+                        const nlohmann::json& ts
+                            = t.contains("shapes") && i < t["shapes"].size() ? t["shapes"][i] : (i == 0 ? t : nlohmann::json());
+                        sh["torch"] = ts;
+                        const double bestNs = sh.value("best_median_ns", 0.0);
+                        const std::vector<TorchVariant> variants = torchVariants(ts);
+                        if (bestNs > 0) {
+                            for (const auto& v : variants)
+                                if (v.ok && v.gpuNs > 0)
+                                    sh["vs_" + v.label] = v.gpuNs / bestNs;
+                            if (const TorchVariant* f = fastestTorch(variants)) {
+                                sh["torch_fastest"] = f->label;
+                                sh["vs_torch"] = f->gpuNs / bestNs;
+                            }
                         }
+                        if (i == 0) // the heaviest shape: the row's own figures, as before
+                            for (const char* k : { "vs_eager", "vs_compile", "vs_max_autotune", "vs_torch", "torch_fastest" })
+                                if (sh.contains(k))
+                                    row[k] = sh[k];
                     }
+                    // The worst shape decides whether the kernel can be deployed for the set.
+                    for (const auto& sh : row["shapes"])
+                        if (sh.contains("vs_torch")
+                            && (!row.contains("worst_vs_torch") || sh["vs_torch"].get<double>() < row["worst_vs_torch"].get<double>())) {
+                            row["worst_vs_torch"] = sh["vs_torch"];
+                            row["worst_shape"] = sh["label"];
+                        }
                 }
             }
             std::error_code ec;

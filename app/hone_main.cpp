@@ -24,6 +24,7 @@
 #include "knowledge/knowledge_base.h"
 #include "knowledge/skills.h"
 
+#include <algorithm>
 #include <CLI/CLI.hpp>
 
 #include <atomic>
@@ -132,6 +133,19 @@ nlohmann::json reverificationJson(const core::Report& r)
     return {{"evaluations", fresh}, {"tries", tries}, {"note", r.reverifyNote}};
 }
 
+/// Shape sets: the best's per-shape results (its speedup is their weighted geometric mean).
+nlohmann::json bestShapesJson(const core::Report& r)
+{
+    nlohmann::json out = nlohmann::json::array();
+    for (size_t i = 0; i < r.bestShapes.size(); ++i) {
+        const auto& s = r.bestShapes[i];
+        out.push_back({{"index", s.index}, {"shape", s.label}, {"weight", r.bestShapeWeights[i]}, {"speedup", s.speedup},
+            {"median_ns", s.medianNs}, {"baseline_median_ns", s.baselineMedianNs},
+            {"frac_bandwidth", s.fracBandwidth}, {"frac_compute", s.fracCompute}});
+    }
+    return out;
+}
+
 nlohmann::json reportJson(const core::Report& r)
 {
     nlohmann::json knobs = nlohmann::json::object();
@@ -149,7 +163,8 @@ nlohmann::json reportJson(const core::Report& r)
                          {"frac_bandwidth", r.fracBandwidth}, {"frac_compute", r.fracCompute},
                          {"verified", r.bestVerified},
                          {"reverify_median_ns", r.bestVerified ? nlohmann::json(r.reverifyMedianNs) : nlohmann::json()},
-                         {"reverify_speedup", r.bestVerified ? nlohmann::json(r.reverifySpeedup) : nlohmann::json()}}
+                         {"reverify_speedup", r.bestVerified ? nlohmann::json(r.reverifySpeedup) : nlohmann::json()},
+                         {"shapes", bestShapesJson(r)}, {"slower_on", r.bestSlowerOn}}
                    : nlohmann::json(nullptr)},
         {"reverification", reverificationJson(r)}};
 }
@@ -198,6 +213,17 @@ void printReport(
     std::printf("speedup    %.2fx over the seed baseline %s (%s vs %s, medians interleaved in one worker)\n",
         r.bestSpeedup, baselineName.c_str(), app::formatNs(r.bestMedianNs).c_str(),
         app::formatNs(r.baselineMedianNs).c_str());
+    for (size_t i = 0; i < r.bestShapes.size(); ++i) {
+        const auto& s = r.bestShapes[i];
+        std::printf("  %-9s weight %-7g %.2fx (%s vs %s), %.0f%% of bandwidth%s\n", s.label.c_str(),
+            r.bestShapeWeights[i], s.speedup, app::formatNs(s.medianNs).c_str(),
+            app::formatNs(s.baselineMedianNs).c_str(), 100 * s.fracBandwidth,
+            std::find(r.bestSlowerOn.begin(), r.bestSlowerOn.end(), s.label) != r.bestSlowerOn.end()
+                ? "  SLOWER THAN BASELINE" : "");
+    }
+    if (!r.bestShapes.empty())
+        std::printf("           (the speedup is the weighted geometric mean over these shapes; timing, roofline and\n"
+                    "           evidence are the first, the heaviest)\n");
     std::printf("roofline   %.0f%% of measured copy bandwidth, %.1f%% of measured FMA peak: %s-bound\n",
         100 * r.fracBandwidth, 100 * r.fracCompute, r.bound.c_str());
     std::printf("evidence   %s\n", r.evidence.c_str());
@@ -385,6 +411,11 @@ int cmdEval(const Globals& g, const std::string& problemDir, const std::string& 
         {"flags", baseSpace.flags}};
     req["stages"] = {"compile", "check", "time"};
     req["config"] = {{"seeds", {1, 2, 3}}, {"samples", 25}, {"warmup", 3}, {"timing_shape", 0}};
+    if (spec.benchShapes.size() > 1) { // a shape set: every shape, in file order, none screened
+        req["config"]["timing_shapes"] = nlohmann::json::array();
+        for (size_t i = 0; i < spec.benchShapes.size(); ++i)
+            req["config"]["timing_shapes"].push_back(i);
+    }
     req["limits"] = {{"compile_s", 120}, {"run_s", 60}};
     auto exec = makeExecutor(g, 1, lang == "cuda" ? "cuda" : lang == "hip" ? "hip" : "cpu");
     exec->submit(core::EvalJob {req["id"], req});
@@ -408,6 +439,16 @@ int cmdEval(const Globals& g, const std::string& problemDir, const std::string& 
             std::printf("roofline   %.0f%% of bandwidth, %.1f%% of FMA peak\n", 100 * s.fracBandwidth,
                 100 * s.fracCompute);
             std::printf("diagnosis  %s\n", s.evidence.c_str());
+            if (!s.shapes.empty()) {
+                const core::Objective o = core::objectiveOf(s, spec.benchWeights, 0);
+                for (const auto& x : s.shapes)
+                    std::printf("  %-9s %s vs %s, %.2fx, %.0f%% of bandwidth%s\n", x.label.c_str(),
+                        app::formatNs(x.medianNs).c_str(), app::formatNs(x.baselineMedianNs).c_str(), x.speedup,
+                        100 * x.fracBandwidth,
+                        std::find(o.slowerOn.begin(), o.slowerOn.end(), x.label) != o.slowerOn.end()
+                            ? "  SLOWER THAN BASELINE" : "");
+                std::printf("objective  %.2fx (weighted geometric mean over the bench shapes)\n", o.value);
+            }
         }
     }
     const auto verdict = core::protocol::summarize(done->result);

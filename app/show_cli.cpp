@@ -9,9 +9,11 @@
 #include "core/export_torch.h"
 #include "core/problem_spec.h"
 #include "core/knobs.h"
+#include "core/objective.h"
 #include "core/store.h"
 
 #include <cstdio>
+#include <algorithm>
 #include <fstream>
 #include <sstream>
 #include <functional>
@@ -81,6 +83,14 @@ void printTree(const core::Store& store, int64_t sessionId)
         evals.size(), static_cast<long long>(best), bestSpeedup,
         bestCheck == reverified.end() ? "not re-verified"
                                       : ("re-verified at " + formatSpeedup(bestCheck->second.speedup)).c_str());
+    if (auto b = evals.find(best); b != evals.end() && !b->second.shapes.empty()) {
+        // The best per shape: the objective is their weighted geometric mean.
+        for (const auto& sh : b->second.shapes)
+            std::printf("  %-10s weight %-8g %s  %s vs %s baseline%s\n", sh.label.c_str(), sh.weight,
+                formatSpeedup(sh.speedup).c_str(), formatNs(sh.medianNs).c_str(),
+                formatNs(sh.baselineMedianNs).c_str(), sh.speedup > 0 && sh.speedup < core::kSlowerThanBaseline
+                    ? "  SLOWER THAN BASELINE" : "");
+    }
     std::map<std::string, std::string> names;
     std::function<void(int64_t, const std::string&, bool)> walk = [&](int64_t id, const std::string& prefix, bool last) {
         const core::NodeRecord& n = *byId[id];
@@ -107,6 +117,18 @@ void printTree(const core::Store& store, int64_t sessionId)
                     formatNs(e->second.medianNs).c_str(), e->second.bound.c_str(),
                     e->second.fromCache ? " (cached)" : "");
                 label += buf;
+                // Shape sets: the speedup is the weighted geometric mean; say where it loses.
+                if (e->second.screened)
+                    label += " (screened on " + (e->second.shapes.empty() ? std::string("?") : e->second.shapes[0].label)
+                        + ": estimate)";
+                if (!e->second.slowerShapes.empty()) {
+                    std::string on;
+                    for (const auto& sh : e->second.shapes)
+                        if (std::find(e->second.slowerShapes.begin(), e->second.slowerShapes.end(), sh.label)
+                            != e->second.slowerShapes.end())
+                            on += (on.empty() ? "" : ", ") + sh.label + " " + formatSpeedup(sh.speedup);
+                    label += "  SLOWER THAN BASELINE on " + on;
+                }
             } else {
                 label += "  FAILED " + e->second.failureKind;
             }

@@ -265,6 +265,15 @@ void Engine::setup(const RunOptions& options)
                                              : hello.value("compiler", std::string());
     // Calibrate (or load the cached ceilings) once, before candidates are timed in parallel.
     m_ceilings = m_executor.ceilings(m_options.target);
+    // Shape sets: the heaviest shape (weight times its cost-model floor) screens the others.
+    {
+        Ceilings c;
+        try {
+            c = ceilingsFromJson(m_ceilings);
+        } catch (const std::exception&) {
+        }
+        m_timingOrder = timingOrder(spec, c);
+    }
 
     m_synth = KnobSynthesizer();
     m_sourcesWithPrior = 0;
@@ -478,9 +487,28 @@ nlohmann::json Engine::makeEvalRequest(NodeId id) const
     // Without timing_seed and recheck_seed: the worker's defaults (1, 1000), and the cache keys
     // of earlier sessions stay as they were.
     req["config"] = {{"seeds", m_options.checkSeeds}, {"samples", m_options.samples}, {"warmup", m_options.warmup},
-        {"timing_shape", 0}};
+        {"timing_shape", m_timingOrder.empty() ? size_t(0) : m_timingOrder.front()}};
+    if (m_timingOrder.size() > 1) {
+        nlohmann::json order = nlohmann::json::array();
+        for (size_t i : m_timingOrder)
+            order.push_back(i);
+        req["config"]["timing_shapes"] = order;
+    }
     req["limits"] = {{"compile_s", m_options.compileLimitSeconds}, {"run_s", m_options.runLimitSeconds}};
     return req;
+}
+
+Objective Engine::applyObjective(NodeId id, protocol::EvalSummary& s, nlohmann::json& result, double screenScale) const
+{
+    Objective o = objectiveOf(s, m_spec ? m_spec->benchWeights : std::vector<double> {}, screenScale);
+    if (!s.ok || s.shapes.empty())
+        return o;
+    if (id == 1) // the baseline seed is not slower than itself, whatever the noise says
+        o.slowerOn.clear();
+    s.speedup = o.value;
+    if (result.is_object())
+        result["objective"] = o.toJson();
+    return o;
 }
 
 Report Engine::loop(EngineObserver* observer)
@@ -511,6 +539,8 @@ Report Engine::loop(EngineObserver* observer)
     for (const auto& e : m_store.evaluations(m_session)) {
         try {
             summaries[e.nodeId] = protocol::summarize(e.result);
+            if (summaries[e.nodeId].ok)
+                summaries[e.nodeId].speedup = e.speedup; // the objective it was stored with
             results[e.nodeId] = e.result;
         } catch (const protocol::ProtocolError&) {
         }
@@ -536,8 +566,10 @@ Report Engine::loop(EngineObserver* observer)
 
     auto makeRequest = [&](NodeId id) { return makeEvalRequest(id); };
     auto cacheKeyOf = [&](const nlohmann::json& req) {
+        nlohmann::json config = req["config"];
+        config.erase("screen_speedup"); // a screened hit is checked against the threshold instead
         nlohmann::json keyed = {{"problem", m_problemHash}, {"candidate", req["candidate"]},
-            {"baseline", req["baseline"]}, {"config", req["config"]}, {"device", m_device},
+            {"baseline", req["baseline"]}, {"config", config}, {"device", m_device},
             {"toolchain", m_toolchain}};
         return sha256Hex(dumpJson(keyed)); // the same bytes as dump() for valid text; never throws
     };
@@ -556,6 +588,17 @@ Report Engine::loop(EngineObserver* observer)
         e.device = m_device;
         e.fromCache = fromCache;
         e.result = result;
+        if (s.ok && !s.shapes.empty()) {
+            const Objective o = objectiveOf(s, m_spec->benchWeights, 0);
+            for (size_t i = 0; i < s.shapes.size(); ++i) {
+                const auto& x = s.shapes[i];
+                e.shapes.push_back(ShapeResultRecord {static_cast<int64_t>(x.index), x.label, x.medianNs,
+                    x.baselineMedianNs, x.speedup, o.weights[i], x.fracBandwidth, x.fracCompute});
+            }
+            e.screened = s.screened;
+            if (id != 1)
+                e.slowerShapes = o.slowerOn;
+        }
         m_store.insertEvaluation(m_session, e);
     };
     auto summarizeSafely = [&](const std::string& id, nlohmann::json& result) {
@@ -567,6 +610,27 @@ Report Engine::loop(EngineObserver* observer)
         }
     };
     std::map<NodeId, std::string> keys;
+    std::map<NodeId, double> screenScale; // per proposed node: see objectiveOf
+    // Screening (docs/SEARCH.md, "Shape sets"): the other shapes are timed only for a candidate
+    // within kScreenFraction of the best full result on the screening shape. Decided from the
+    // results applied when the node is proposed, so the tree depends on results alone.
+    auto screenFor = [&](NodeId id, nlohmann::json& req) {
+        if (m_timingOrder.size() < 2)
+            return;
+        double bestScreen = 0;
+        double scale = 0;
+        for (const auto& [node, s] : summaries) {
+            if (!s.ok || s.screened || s.shapes.empty() || !(s.shapes.front().speedup > 0))
+                continue;
+            if (s.shapes.front().speedup > bestScreen) {
+                bestScreen = s.shapes.front().speedup;
+                scale = s.speedup / bestScreen;
+            }
+        }
+        screenScale[id] = scale;
+        if (bestScreen > 0)
+            req["config"]["screen_speedup"] = kScreenFraction * bestScreen;
+    };
 
     auto propose = [&]() -> std::optional<NodeId> {
         if (!requeue.empty()) {
@@ -661,6 +725,7 @@ Report Engine::loop(EngineObserver* observer)
         a.node = node;
         a.result = std::move(done->result);
         a.summary = summarizeSafely(done->id, a.result);
+        applyObjective(node, a.summary, a.result, screenScale[node]);
         ++progress.fresh;
         // Stored on arrival, applied in proposal order: a kill loses only what is in flight.
         storeResult(node, keys[node], a.summary, a.result, false);
@@ -712,6 +777,7 @@ Report Engine::loop(EngineObserver* observer)
             }
             if (id) {
                 nlohmann::json req = makeRequest(*id);
+                screenFor(*id, req);
                 std::string key = cacheKeyOf(req);
                 keys[*id] = key;
                 int64_t k = kNext++;
@@ -721,11 +787,16 @@ Report Engine::loop(EngineObserver* observer)
                 std::optional<EvaluationRecord> hit;
                 if (m_options.useCache)
                     hit = m_store.cachedEvaluation(key);
+                // A hit screened out under a lower bar than today's is timed again.
+                if (hit && hit->screened && !hit->shapes.empty()
+                    && hit->shapes.front().speedup >= req["config"].value("screen_speedup", 0.0))
+                    hit.reset();
                 if (hit) {
                     Arrived a;
                     a.node = *id;
                     a.result = hit->result;
                     a.summary = summarizeSafely(req["id"], a.result);
+                    applyObjective(*id, a.summary, a.result, screenScale[*id]);
                     a.fromCache = true;
                     storeResult(*id, key, a.summary, a.result, true);
                     ready.emplace(k, std::move(a));
@@ -803,6 +874,13 @@ Report Engine::loop(EngineObserver* observer)
             report.fracCompute = s->second.fracCompute;
             if (s->second.baselineMedianNs > 0)
                 report.baselineMedianNs = s->second.baselineMedianNs;
+            if (!s->second.shapes.empty()) {
+                const Objective o = objectiveOf(s->second, m_spec->benchWeights, 0);
+                report.bestShapes = s->second.shapes;
+                report.bestShapeWeights = o.weights;
+                if (*report.best != baselineNode)
+                    report.bestSlowerOn = o.slowerOn;
+            }
         }
     }
     return report;

@@ -5,6 +5,7 @@
 #include "core/problem_spec.h"
 #include "core/knob_policy.h"
 #include "core/knob_synth.h"
+#include "core/objective.h"
 #include "core/memory_policy.h"
 #include "core/protocol.h"
 #include "core/search_tree.h"
@@ -131,6 +132,11 @@ struct Report {
     double reverifyMedianNs = 0;    // the best's re-verification, next to the search's numbers
     double reverifySpeedup = 0;
     std::vector<Reverification> reverifications; // in order; the failed ones name the excluded nodes
+    // Shape sets (docs/SEARCH.md): the best's per-shape results with their weights, and the
+    // shapes where it is slower than the baseline. Empty for a problem with one bench shape.
+    std::vector<protocol::ShapeSummary> bestShapes;
+    std::vector<double> bestShapeWeights;
+    std::vector<std::string> bestSlowerOn;
 };
 
 /// Receives engine events on the engine's thread. Keep handlers short.
@@ -261,8 +267,12 @@ private:
     /// Adds the warm-start nodes of a new session (after the seeds) and queues them.
     void addWarmStart(const ProblemSpec& spec, EngineObserver* observer);
 
-    /// The worker request that evaluates `id` in the search (the cache key covers it).
+    /// The worker request that evaluates `id` in the search (the cache key covers it). With
+    /// several bench shapes it times them all, the heaviest first (no screening).
     nlohmann::json makeEvalRequest(NodeId id) const;
+    /// Replaces `s.speedup` with the objective (the weighted geometric mean over the bench shapes)
+    /// and records it in `result["objective"]`; `screenScale` estimates a screened result.
+    Objective applyObjective(NodeId id, protocol::EvalSummary& s, nlohmann::json& result, double screenScale) const;
     /// Re-verifies the best node before the report names it, excluding nodes that fail, at
     /// most three tries; sets report.best and the re-verification fields (engine_reverify.cpp).
     void reverifyBest(Report& report);
@@ -325,6 +335,7 @@ private:
     std::map<NodeId, std::pair<std::string, std::string>> m_rejected; // node -> (failure kind, reason)
     std::map<NodeId, std::string> m_replies;    // rejected replies, for repair prompts
     std::string m_error;
+    std::vector<size_t> m_timingOrder; // bench shapes, heaviest first; one entry: no shape set
 };
 
 } // namespace hone::core

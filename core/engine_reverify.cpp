@@ -65,6 +65,7 @@ Reverification Engine::reverifyNode(NodeId id, int attempt)
         result = protocol::makeFailure(jobId, protocol::FailureKind::ProtocolError, "result", e.what());
         s = protocol::summarize(result);
     }
+    applyObjective(id, s, result, 0); // all shapes timed: the search's objective, not an estimate
     out.verified = s.ok;
     out.failureKind = s.ok ? std::string() : s.failureKind;
     out.failureMessage = s.ok ? std::string() : s.failureMessage;

@@ -1,11 +1,15 @@
 #include "core/problem_reader.h"
 
+#include "core/shape_trace.h"
+
 #include <toml++/toml.h>
 
 #include <algorithm>
 #include <cctype>
 #include <charconv>
 #include <cmath>
+#include <filesystem>
+#include <fstream>
 #include <set>
 #include <sstream>
 
@@ -197,6 +201,7 @@ private:
     void readTensors(const toml::table& root, bool inputs);
     void readInit(const toml::table& t, Pos tablePos, const std::string& path, TensorSpec& tensor);
     void readShapes(const toml::table& root);
+    void readProduction(const std::string& name);
     void readCost(const toml::table& root);
     void readTolerance(const toml::table& root);
     void readLibraries(const toml::table& root);
@@ -208,6 +213,9 @@ private:
     ProblemSpec m_spec;
     std::map<std::string, std::string> m_tensorNames; // name -> field that declared it
     std::vector<std::pair<std::string, Expr>> m_exprs; // cost and init expressions by field
+    std::string m_productionFile; // the trace's path, when [shapes] production names one
+    std::string m_productionText;
+    std::vector<int> m_traceLines; // per bench shape from the trace: its first row's line
 };
 
 ParsedProblem Reader::read(std::string_view text)
@@ -252,6 +260,7 @@ ParsedProblem Reader::read(std::string_view text)
     readLibraries(root);
     checkSymbols();
     checkValues();
+    parsed.productionText = std::move(m_productionText);
     parsed.spec = std::move(m_spec);
     return parsed;
 }
@@ -421,13 +430,22 @@ void Reader::readInit(const toml::table& t, Pos tablePos, const std::string& pat
 void Reader::readShapes(const toml::table& root)
 {
     const std::string setExpected = "a non-empty array of tables such as [ { M = 64, N = 128 } ]";
-    const toml::node* n = get(root, Pos {}, "", "shapes", true, "a table with small and bench");
-    const toml::table& shapes = asTable(*n, "shapes", "a table with small and bench");
-    checkKeys(shapes, "shapes", { "small", "bench" });
+    const toml::node* n = get(root, Pos {}, "", "shapes", true, "a table with small and bench (or production)");
+    const toml::table& shapes = asTable(*n, "shapes", "a table with small and bench (or production)");
+    checkKeys(shapes, "shapes", { "small", "bench", "production" });
+    const auto production = getString(shapes, m_pos["shapes"], "shapes", "production", false,
+        "a trace file next to problem.toml, such as \"trace.csv\"");
+    if (production && shapes.get("bench"))
+        fail("shapes.production", "both bench and production are set",
+            "either a weighted bench set or a production trace, not both");
     for (const bool small : { true, false }) {
         const std::string path = small ? "shapes.small" : "shapes.bench";
-        const toml::node* s
-            = get(shapes, m_pos["shapes"], "shapes", small ? "small" : "bench", true, setExpected);
+        if (!small && production) {
+            readProduction(*production);
+            continue;
+        }
+        const toml::node* s = get(shapes, m_pos["shapes"], "shapes", small ? "small" : "bench", true,
+            small ? setExpected : setExpected + " (or production = \"trace.csv\")");
         if (!s->is_array())
             fail(path, "found " + typeName(*s), setExpected);
         const toml::array& arr = *s->as_array();
@@ -439,10 +457,23 @@ void Reader::readShapes(const toml::table& root)
             const toml::table& entry
                 = asTable(*arr.get(i), entryPath, "a table of symbol extents such as { M = 64 }");
             ShapeBinding binding;
+            double weight = 1.0;
             for (auto&& [k, v] : entry) {
                 const std::string f = field(entryPath, k.str());
                 m_pos[f] = posOf(v, m_pos[entryPath]);
                 const std::string sym(k.str());
+                if (!small && sym == "weight") {
+                    if (!v.is_integer() && !v.is_floating_point())
+                        fail(f, "found " + typeName(v), "a positive number (the shape's share of calls)");
+                    weight = v.value<double>().value_or(0.0);
+                    if (!(weight > 0) || !std::isfinite(weight))
+                        fail(f, "weight " + numberText(v) + " is not positive",
+                            "a positive number (the shape's share of calls)");
+                    continue;
+                }
+                if (small && sym == "weight")
+                    fail(keyPos(k), f, "small shapes have no weight",
+                        "weights on bench shapes only ('weight' is not a shape symbol)");
                 if (!isIdentifier(sym))
                     fail(keyPos(k), f, "invalid symbol '" + sym + "'", "a C identifier");
                 if (m_spec.params.count(sym))
@@ -455,8 +486,43 @@ void Reader::readShapes(const toml::table& root)
                     fail(f, "extent " + std::to_string(binding[sym]) + " is not positive",
                         "a positive integer");
             }
-            (small ? m_spec.smallShapes : m_spec.benchShapes).push_back(std::move(binding));
+            auto& set = small ? m_spec.smallShapes : m_spec.benchShapes;
+            if (!small)
+                for (size_t j = 0; j < set.size(); ++j)
+                    if (set[j] == binding)
+                        fail(entryPath, "the same shape as " + indexed(path, j),
+                            "distinct bench shapes (give one entry a larger weight instead)");
+            set.push_back(std::move(binding));
+            if (!small)
+                m_spec.benchWeights.push_back(weight);
         }
+    }
+}
+
+void Reader::readProduction(const std::string& name)
+{
+    const std::string expected = "a trace file next to problem.toml, such as \"trace.csv\"";
+    const std::filesystem::path rel(name);
+    if (name.empty() || rel.is_absolute()
+        || std::any_of(rel.begin(), rel.end(), [](const std::filesystem::path& p) { return p == ".."; }))
+        fail("shapes.production", "invalid trace path '" + name + "'", expected);
+    const std::filesystem::path path = std::filesystem::path(m_file).parent_path() / rel;
+    std::ifstream in(path, std::ios::binary);
+    if (!in)
+        fail("shapes.production", "cannot read " + path.string(), expected);
+    std::ostringstream ss;
+    ss << in.rdbuf();
+    m_productionText = ss.str();
+    m_spec.production = name;
+    m_productionFile = path.string();
+    for (TraceRow& row : readShapeTrace(m_productionText, m_productionFile)) {
+        for (const auto& [sym, extent] : row.shape)
+            if (m_spec.params.count(sym))
+                throw ProblemError(m_productionFile, row.line, 1, sym, "symbol '" + sym + "' is also a param",
+                    "distinct names for shape symbols and params");
+        m_traceLines.push_back(row.line);
+        m_spec.benchShapes.push_back(std::move(row.shape));
+        m_spec.benchWeights.push_back(row.count);
     }
 }
 
@@ -597,6 +663,10 @@ void Reader::checkSymbols()
         for (size_t i = 0; i < set.size(); ++i)
             for (const auto& [sym, where] : used)
                 if (!set[i].count(sym)) {
+                    if (!small && !m_productionFile.empty())
+                        throw ProblemError(m_productionFile, m_traceLines[i], 1, sym,
+                            "no extent for symbol '" + sym + "' (used by " + where + ")",
+                            "a column (CSV) or key (JSON) for every symbol in use (" + join(needed) + ")");
                     const std::string entry = indexed(small ? "shapes.small" : "shapes.bench", i);
                     fail(m_pos[entry], field(entry, sym),
                         "missing extent for symbol '" + sym + "' (used by " + where + ")",

@@ -18,6 +18,7 @@ struct Pos {
 struct ParsedProblem {
     ProblemSpec spec;
     std::optional<Pos> baselinePos; // set when problem.toml names a baseline
+    std::string productionText;     // the trace file's bytes, when [shapes] production names one
 };
 
 /// Parses and validates problem.toml text; throws ProblemError. Reference and seeds are not read.

@@ -223,6 +223,8 @@ ProblemSpec loadProblem(const fs::path& dir)
     std::string data;
     hashPart(data, "problem.toml", *toml);
     hashPart(data, spec.referenceFile(), spec.referenceSource);
+    if (!spec.production.empty()) // the weights come from it
+        hashPart(data, "production/" + spec.production, parsed.productionText);
     for (const auto& s : spec.seeds)
         hashPart(data, "seeds/" + s.fileName, s.source);
     spec.contentHash = sha256Hex(data);

@@ -83,6 +83,10 @@ struct ProblemSpec {
     std::map<std::string, double> params;
     std::vector<ShapeBinding> smallShapes;
     std::vector<ShapeBinding> benchShapes;
+    /// One per bench shape: its share of calls (`weight`, default 1, or the trace's counts).
+    std::vector<double> benchWeights;
+    /// The trace file `[shapes] production` names (relative to the folder); empty without one.
+    std::string production;
     Expr flops;
     Expr bytes;
     std::string computeUnit = "fma";      // which compute ceiling flops run against: fma | tensor

@@ -142,6 +142,35 @@ EvalSummary summarize(const nlohmann::json& result)
         auto cached = c->find("cached");
         s.compileCached = cached != c->end() && cached->is_boolean() && cached->get<bool>();
     }
+    if (auto sh = result.find("shapes"); sh != result.end() && sh->is_array()) {
+        for (const auto& e : *sh) {
+            if (!e.is_object())
+                throw ProtocolError("result.shapes holds an entry that is not an object");
+            ShapeSummary x;
+            const double index = number(e, "index");
+            if (index < 0)
+                throw ProtocolError("result.shapes holds a negative index");
+            x.index = static_cast<size_t>(index);
+            x.label = text(e, "shape");
+            x.speedup = number(e, "speedup");
+            if (auto t = e.find("timing"); t != e.end() && t->is_object()) {
+                x.medianNs = number(*t, "median_ns");
+                if (auto b = t->find("baseline"); b != t->end() && b->is_object())
+                    x.baselineMedianNs = number(*b, "median_ns");
+            }
+            if (auto r = e.find("roofline"); r != e.end() && r->is_object()) {
+                x.fracBandwidth = number(*r, "frac_bandwidth");
+                x.fracCompute = number(*r, "frac_compute");
+            }
+            if (auto d = e.find("diagnosis"); d != e.end() && d->is_object())
+                x.bound = text(*d, "bound");
+            if (s.ok && !(x.medianNs > 0))
+                throw ProtocolError("result says ok but shape " + x.label + " has no positive median_ns");
+            s.shapes.push_back(std::move(x));
+        }
+    }
+    if (auto sc = result.find("screened"); sc != result.end() && sc->is_boolean())
+        s.screened = sc->get<bool>();
     if (s.ok && result.contains("timing") && !(s.medianNs > 0))
         throw ProtocolError("result says ok but its timing has no positive median_ns");
     return s;

@@ -6,6 +6,7 @@
 #include <stdexcept>
 #include <string>
 #include <string_view>
+#include <vector>
 
 /// The JSON-lines protocol between the engine's executors and hone-worker (docs/FORMATS.md).
 namespace hone::core::protocol {
@@ -52,6 +53,18 @@ std::string requestId(const nlohmann::json& request);
 /// "SIGSEGV (Segmentation fault)": how failure messages name the signal a process died on.
 std::string signalDescription(int sig);
 
+/// One timed bench shape of a result's `shapes` (config.timing_shapes).
+struct ShapeSummary {
+    size_t index = 0;             // into problem.bench
+    std::string label;            // "bench[2]"
+    double medianNs = 0;
+    double baselineMedianNs = 0;
+    double speedup = 0;           // 0 without a baseline
+    double fracBandwidth = 0;
+    double fracCompute = 0;
+    std::string bound;
+};
+
 /// The fields of a `result` the search needs, read defensively: a result missing them is
 /// a protocol error, not a crash.
 struct EvalSummary {
@@ -69,6 +82,8 @@ struct EvalSummary {
     double fracCompute = 0;
     bool suspicious = false;
     bool compileCached = false;
+    std::vector<ShapeSummary> shapes; // per timed shape, in request order; empty for one shape
+    bool screened = false;        // the first shape's speedup was under config.screen_speedup
 };
 
 EvalSummary summarize(const nlohmann::json& result);

@@ -241,6 +241,12 @@ CREATE TABLE IF NOT EXISTS reverifications (
 );
 CREATE INDEX IF NOT EXISTS reverifications_by_session ON reverifications(session_id, node_id, id);
 )sql",
+    // 7: shape sets: per-shape results, the shapes slower than the baseline, screened results.
+    R"sql(
+ALTER TABLE evaluations ADD COLUMN shapes TEXT NOT NULL DEFAULT '[]';
+ALTER TABLE evaluations ADD COLUMN slower_shapes TEXT NOT NULL DEFAULT '[]';
+ALTER TABLE evaluations ADD COLUMN screened INTEGER NOT NULL DEFAULT 0;
+)sql",
 };
 static_assert(std::size(kMigrations) == Store::kSchemaVersion);
 
@@ -283,11 +289,40 @@ EvaluationRecord readEvaluation(const Stmt& s)
     e.fromCache = s.integer(10) != 0;
     e.result = s.json(11);
     e.createdAt = s.text(12);
+    const nlohmann::json shapes = s.json(13);
+    for (const auto& j : shapes.is_array() ? shapes : nlohmann::json::array()) {
+        ShapeResultRecord r;
+        r.index = j.value("index", int64_t(0));
+        r.label = j.value("shape", std::string());
+        r.medianNs = j.value("median_ns", 0.0);
+        r.baselineMedianNs = j.value("baseline_median_ns", 0.0);
+        r.speedup = j.value("speedup", 0.0);
+        r.weight = j.value("weight", 1.0);
+        r.fracBandwidth = j.value("frac_bandwidth", 0.0);
+        r.fracCompute = j.value("frac_compute", 0.0);
+        e.shapes.push_back(std::move(r));
+    }
+    const nlohmann::json slower = s.json(14);
+    for (const auto& j : slower.is_array() ? slower : nlohmann::json::array())
+        if (j.is_string())
+            e.slowerShapes.push_back(j.get<std::string>());
+    e.screened = s.integer(15) != 0;
     return e;
 }
 
+nlohmann::json shapesJson(const std::vector<ShapeResultRecord>& shapes)
+{
+    nlohmann::json out = nlohmann::json::array();
+    for (const auto& r : shapes)
+        out.push_back({ { "index", r.index }, { "shape", r.label }, { "median_ns", r.medianNs },
+            { "baseline_median_ns", r.baselineMedianNs }, { "speedup", r.speedup }, { "weight", r.weight },
+            { "frac_bandwidth", r.fracBandwidth }, { "frac_compute", r.fracCompute } });
+    return out;
+}
+
 constexpr const char* kEvaluationColumns = "SELECT node_id, cache_key, status, failure_kind, failure_message, median_ns, "
-                                           "speedup, reward, bound, device, from_cache, result, created_at FROM evaluations";
+                                           "speedup, reward, bound, device, from_cache, result, created_at, shapes, "
+                                           "slower_shapes, screened FROM evaluations";
 
 } // namespace
 
@@ -495,12 +530,14 @@ std::vector<NodeRecord> Store::nodes(int64_t sessionId) const
 void Store::insertEvaluation(int64_t sessionId, const EvaluationRecord& e)
 {
     Stmt s(m_db, "INSERT OR REPLACE INTO evaluations(session_id, node_id, cache_key, status, failure_kind, "
-                 "failure_message, median_ns, speedup, reward, bound, device, from_cache, result, created_at) "
-                 "VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?)");
+                 "failure_message, median_ns, speedup, reward, bound, device, from_cache, result, created_at, "
+                 "shapes, slower_shapes, screened) VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)");
     s.bind(1, sessionId).bind(2, e.nodeId).bind(3, e.cacheKey).bind(4, e.status).bind(5, e.failureKind);
     s.bind(6, e.failureMessage).bind(7, e.medianNs).bind(8, e.speedup).bind(9, e.reward).bind(10, e.bound);
     s.bind(11, e.device).bind(12, int64_t(e.fromCache ? 1 : 0)).bindJson(13, e.result);
     s.bind(14, e.createdAt.empty() ? nowIso() : e.createdAt);
+    s.bindJson(15, shapesJson(e.shapes)).bindJson(16, nlohmann::json(e.slowerShapes));
+    s.bind(17, int64_t(e.screened ? 1 : 0));
     s.run();
     Stmt touch(m_db, "UPDATE sessions SET updated_at = ? WHERE id = ?");
     touch.bind(1, nowIso()).bind(2, sessionId);

@@ -51,6 +51,18 @@ struct NodeRecord {
     int64_t fromNode = -1;
 };
 
+/// One timed bench shape of an evaluation (schema 7), from the worker's `shapes`.
+struct ShapeResultRecord {
+    int64_t index = 0;          // into the problem's bench set
+    std::string label;          // "bench[2]"
+    double medianNs = 0;
+    double baselineMedianNs = 0;
+    double speedup = 0;         // interleaved, over the baseline on this shape
+    double weight = 1;          // the shape's weight in the objective
+    double fracBandwidth = 0;
+    double fracCompute = 0;
+};
+
 struct EvaluationRecord {
     int64_t nodeId = 0;
     std::string cacheKey;
@@ -65,6 +77,10 @@ struct EvaluationRecord {
     bool fromCache = false;
     nlohmann::json result;      // the worker's full result
     std::string createdAt;
+    // Shape sets (schema 7): `speedup` is the weighted geometric mean over these.
+    std::vector<ShapeResultRecord> shapes; // per timed bench shape; empty for one bench shape
+    std::vector<std::string> slowerShapes; // labels of shapes where it is slower than the baseline
+    bool screened = false;      // timed on the screening shape only: speedup is an estimate
 };
 
 /// The re-verification of a node (schema 6): one more evaluation of the same candidate in a fresh
@@ -170,7 +186,7 @@ public:
     Store(const Store&) = delete;
     Store& operator=(const Store&) = delete;
 
-    static constexpr int kSchemaVersion = 6;
+    static constexpr int kSchemaVersion = 7;
     int schemaVersion() const;
     const std::filesystem::path& path() const { return m_path; }
 

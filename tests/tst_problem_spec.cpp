@@ -296,7 +296,7 @@ bf16 = { atol = 1e-2, rtol = 1e-2 }
         QTest::addRow("missing bench set")
             << "bench = [ { M = 4096, N = 2048 } ]\n" << ""
             << "problem.toml:25:1: field 'shapes.bench': missing required key; expected a non-empty array of "
-               "tables such as [ { M = 64, N = 128 } ]";
+               "tables such as [ { M = 64, N = 128 } ] (or production = \"trace.csv\")";
         QTest::addRow("negative extent")
             << "{ M = 7, N = 33 }" << "{ M = -7, N = 33 }"
             << "problem.toml:26:17: field 'shapes.small[0].M': extent -7 is not positive; expected a positive integer";

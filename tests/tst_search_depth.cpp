@@ -602,7 +602,9 @@ private slots:
         QCOMPARE(sqlite3_open(path.c_str(), &db), SQLITE_OK);
         QCOMPARE(sqlite3_exec(db,
                      "ALTER TABLE nodes DROP COLUMN from_session; ALTER TABLE nodes DROP COLUMN from_node; "
-                     "DROP TABLE reverifications; PRAGMA user_version = 4;",
+                     "DROP TABLE reverifications; ALTER TABLE evaluations DROP COLUMN shapes; "
+                     "ALTER TABLE evaluations DROP COLUMN slower_shapes; ALTER TABLE evaluations DROP COLUMN screened; "
+                     "PRAGMA user_version = 4;",
                      nullptr, nullptr, nullptr),
             SQLITE_OK);
         sqlite3_close(db);

@@ -134,7 +134,9 @@ private slots:
         for (const auto& e : evals) {
             const std::string id = "s" + std::to_string(session) + "-n" + std::to_string(e.nodeId);
             QVERIFY2(replies.count(id), id.c_str());
-            QCOMPARE(e.result.dump(), replies[id].dump());
+            nlohmann::json stored = e.result;
+            stored.erase("objective"); // the engine's shape-set objective, next to the worker's reply
+            QCOMPARE(stored.dump(), replies[id].dump());
             ok += e.status == "ok";
         }
         QVERIFY(ok >= 8);

@@ -173,7 +173,7 @@ private slots:
         view.setResults(best->result, base->result);
         auto* model = view.correctnessModel();
         QAbstractItemModelTester tester(model, QAbstractItemModelTester::FailureReportingMode::QtTest);
-        QCOMPARE(model->rowCount(), 5);    // small[0..3] and the bench shape's re-check
+        QCOMPARE(model->rowCount(), 7);    // small[0..3] and the re-check of each of the 3 bench shapes
         QCOMPARE(model->columnCount(), 4); // seeds 1 2 3 and 1000 (after timing)
         QCOMPARE(model->headerData(0, Qt::Vertical).toString(), QStringLiteral("small[0]"));
         QCOMPARE(model->headerData(3, Qt::Horizontal).toString(), QStringLiteral("seed 1000 (after timing)"));
@@ -280,7 +280,7 @@ private slots:
         } else {
             QVERIFY(panel.diffView()->message().contains(QLatin1String("baseline itself")));
         }
-        QCOMPARE(panel.evidenceView()->correctnessModel()->rowCount(), 5);
+        QCOMPARE(panel.evidenceView()->correctnessModel()->rowCount(), 7); // 4 checks, 3 re-checks
 
         QSignalSpy approvedSpy(&panel, &views::ReviewPanel::approved);
         panel.reviewerEdit()->setText(QStringLiteral("alice"));

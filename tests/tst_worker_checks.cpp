@@ -534,6 +534,79 @@ private slots:
         QCOMPARE(again["compile"]["cached"].get<bool>(), true);
     }
 
+    /// config.timing_shapes: every listed bench shape timed, re-checked and put on the roofline, in
+    /// the order given; the first screens the others.
+    void timesEveryListedShape()
+    {
+        json req = evalRequest("shapes", source("good.cpp", candidate(kCorrectBody)), true,
+            source("plain.cpp", candidate("    for (int64_t i = 0; i < n; ++i)\n        y[i] = 2.0f * x[i] + b;\n    return 0;\n")));
+        req["problem"]["bench"] = json::array({ shape("bench[0]", 1 << 16), shape("bench[1]", 1 << 14),
+            shape("bench[2]", 3000 * 7), shape("bench[3]", 1 << 12) });
+        req["config"]["timing_shapes"] = { 2, 0, 1 };
+        const json r = evalOne(req);
+        QVERIFY2(r.value("status", "") == "ok", r.dump(2).c_str());
+        QCOMPARE(r["timing"]["shape"].get<std::string>(), std::string("bench[2]"));
+        QCOMPARE(r["screened"].get<bool>(), false);
+        QCOMPARE(r["shapes"].size(), size_t(3));
+        const std::vector<std::pair<int, int64_t>> want = { { 2, 3000 * 7 }, { 0, 1 << 16 }, { 1, 1 << 14 } };
+        for (size_t i = 0; i < want.size(); ++i) {
+            const json& e = r["shapes"][i];
+            QCOMPARE(e["index"].get<int>(), want[i].first);
+            QCOMPARE(e["shape"].get<std::string>(), "bench[" + std::to_string(want[i].first) + "]");
+            QCOMPARE(e["timing"]["shape"], e["shape"]);
+            QCOMPARE(e["timing"]["samples_ns"].size(), size_t(20));
+            QVERIFY(e["timing"]["verified_calls"].get<int>() >= 1);
+            QVERIFY(e["timing"]["baseline"]["median_ns"].get<double>() > 0);
+            QCOMPARE(e["speedup"], e["timing"]["speedup"]);
+            QCOMPARE(e["roofline"]["bytes"].get<double>(), 8.0 * double(want[i].second));
+            QVERIFY(e["diagnosis"]["evidence"].get<std::string>().find("GB/s") != std::string::npos);
+        }
+        // The first entry is the result's own timing; bench[3] was not asked for.
+        QCOMPARE(r["shapes"][0]["timing"], r["timing"]);
+        int rechecks = 0;
+        for (const auto& c : r["checks"])
+            rechecks += c.value("after_timing", false) ? 1 : 0;
+        QCOMPARE(rechecks, 3);
+        const protocol::EvalSummary sum = protocol::summarize(r);
+        QCOMPARE(sum.shapes.size(), size_t(3));
+        QCOMPARE(sum.shapes[1].index, size_t(0));
+        QCOMPARE(sum.shapes[1].speedup, r["shapes"][1]["speedup"].get<double>());
+        QCOMPARE(sum.shapes[2].medianNs, r["shapes"][2]["timing"]["median_ns"].get<double>());
+        QVERIFY(!sum.screened);
+
+        // Under the screening speedup on the first shape: the others are not timed.
+        req["id"] = "screened";
+        req["config"]["screen_speedup"] = 1e9;
+        const json s = evalOne(req);
+        QVERIFY2(s.value("status", "") == "ok", s.dump(2).c_str());
+        QCOMPARE(s["screened"].get<bool>(), true);
+        QCOMPARE(s["shapes"].size(), size_t(1));
+        QVERIFY(protocol::summarize(s).screened);
+    }
+
+    /// A candidate wrong only on a later bench shape fails there: every shape's timed calls are
+    /// verified, as the first one's are.
+    void verifiesEveryTimedShape()
+    {
+        const std::string body = "    for (int64_t i = 0; i < n; ++i)\n"
+                                 "        y[i] = 2.0f * x[i] + (n == 16384 ? 1.0f : b);\n"
+                                 "    return 0;\n";
+        json req = evalRequest("late-wrong", source("late.cpp", candidate(body)), true);
+        req["problem"]["bench"] = json::array({ shape("bench[0]", 1 << 16), shape("bench[1]", 1 << 14) });
+        req["config"]["timing_shapes"] = { 0, 1 };
+        const json r = evalOne(req);
+        QCOMPARE(r.value("status", ""), std::string("failed"));
+        QCOMPARE(r["failure"]["kind"].get<std::string>(), std::string("wrong_result"));
+        QCOMPARE(r["failure"]["stage"].get<std::string>(), std::string("time"));
+        QCOMPARE(r["shapes"].size(), size_t(1)); // bench[0] passed
+
+        req["config"]["timing_shapes"] = { 0, 0 };
+        const json twice = evalOne(req);
+        QCOMPARE(twice["failure"]["kind"].get<std::string>(), std::string("worker_error"));
+        QVERIFY2(twice["failure"]["message"].get<std::string>().find("names bench shape 0 twice") != std::string::npos,
+            twice.dump().c_str());
+    }
+
     void timingWaitsForTheDeviceLock()
     {
         // Another worker (here: this test) holds the machine's timing lock: compile and check

@@ -55,6 +55,10 @@ QString statusColumnText(const NodeInfo& n)
         s += QStringLiteral(", pruned");
     if (n.boosted)
         s += QStringLiteral(", boosted");
+    if (!n.slowerOn.isEmpty())
+        s += QStringLiteral(", slower than baseline on ") + n.slowerOn.join(QStringLiteral(", "));
+    if (n.screened)
+        s += QStringLiteral(", screened (estimate)");
     return s;
 }
 
@@ -125,7 +129,10 @@ QVariant NodeTableModel::display(const NodeInfo& n, int column) const
     case Status:
         return statusColumnText(n);
     case Speedup:
-        return ok ? QString::number(n.speedup, 'f', 2) + QLatin1Char('x') : QString();
+        // A mark where a shape of the set runs slower than on the baseline (docs/SEARCH.md).
+        return ok ? QString::number(n.speedup, 'f', 2) + QLatin1Char('x')
+                + (n.slowerOn.isEmpty() ? QString() : QStringLiteral(" \u25BC"))
+                  : QString();
     case Median:
         return formatDuration(n.medianNs);
     case Bound:
@@ -184,6 +191,8 @@ QVariant NodeTableModel::data(const QModelIndex& index, int role) const
             return n->failureMessage;
         if (column == Knobs || column == Source || column == Status)
             return display(*n, column);
+        if (column == Speedup && !n->slowerOn.isEmpty())
+            return QStringLiteral("slower than the baseline on ") + n->slowerOn.join(QStringLiteral(", "));
         return {};
     case Qt::TextAlignmentRole:
         switch (column) {

@@ -66,6 +66,18 @@ void applyResult(NodeInfo& n, const nlohmann::json& result, bool ok)
     n.cv = num(timing, "cv");
     if (ok)
         n.speedup = num(timing, "speedup");
+    // Shape sets: the engine's objective (docs/SEARCH.md), written next to the worker's result.
+    const auto& objective = member(result, "objective");
+    n.slowerOn.clear();
+    n.screened = false;
+    if (ok && objective.is_object()) {
+        n.speedup = num(objective, "value");
+        n.screened = objective.value("screened", false);
+        if (const auto it = objective.find("slower_on"); it != objective.end() && it->is_array())
+            for (const auto& label : *it)
+                if (label.is_string())
+                    n.slowerOn << QString::fromStdString(label.get<std::string>());
+    }
     n.intensity = num(roof, "intensity");
     n.gflops = num(roof, "gflops");
     n.fracBandwidth = num(roof, "frac_bandwidth");

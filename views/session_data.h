@@ -38,7 +38,9 @@ struct NodeInfo {
     bool hasLlmCall = false;
     QStringList hints;              // the engineer's hints on this node
 
-    double speedup = 0;             // over the baseline seed
+    double speedup = 0;             // over the baseline seed (weighted geometric mean over a shape set)
+    QStringList slowerOn;           // bench shapes where it is slower than the baseline
+    bool screened = false;          // timed on the screening shape only: speedup is an estimate
     double medianNs = 0;
     double cv = 0;
     QString bound;                  // memory | compute | latency | occupancy

@@ -209,6 +209,21 @@ EvalRequest parseEvalRequest(const nlohmann::json& request)
         if (shape < 0 || shape != std::floor(shape))
             throw RequestError("config.timing_shape is not a non-negative integer");
         r.timingShape = static_cast<size_t>(shape);
+        if (auto ts = c->find("timing_shapes"); ts != c->end() && !ts->is_null()) {
+            if (!ts->is_array() || ts->empty())
+                throw RequestError("config.timing_shapes is not a non-empty array");
+            std::set<size_t> distinct;
+            for (const auto& v : *ts) {
+                if (!v.is_number_integer() || v.get<int64_t>() < 0)
+                    throw RequestError("config.timing_shapes holds a value that is not a non-negative integer");
+                if (!distinct.insert(v.get<size_t>()).second)
+                    throw RequestError("config.timing_shapes names bench shape " + v.dump() + " twice");
+                r.timingShapes.push_back(v.get<size_t>());
+            }
+        }
+        r.screenSpeedup = number(*c, "screen_speedup", "config", 0);
+        if (!(r.screenSpeedup >= 0) || !std::isfinite(r.screenSpeedup))
+            throw RequestError("config.screen_speedup is not a number >= 0");
         r.timingSeed = seedValue(*c, "timing_seed", r.timingSeed);
         r.recheckSeed = seedValue(*c, "recheck_seed", r.recheckSeed);
     }
@@ -224,9 +239,14 @@ EvalRequest parseEvalRequest(const nlohmann::json& request)
     while (unique.size() < 3)
         unique.push_back(next++);
     r.seeds = unique;
-    if (r.wantTime && r.timingShape >= r.bench.size())
-        throw RequestError("config.timing_shape " + std::to_string(r.timingShape)
-            + " is out of range; problem.bench has " + std::to_string(r.bench.size()) + " shapes");
+    if (r.timingShapes.empty())
+        r.timingShapes = { r.timingShape };
+    r.timingShape = r.timingShapes.front();
+    for (size_t i : r.timingShapes)
+        if (r.wantTime && i >= r.bench.size())
+            throw RequestError(std::string(r.timingShapes.size() > 1 ? "config.timing_shapes holds " : "config.timing_shape ")
+                + std::to_string(i) + " is out of range; problem.bench has " + std::to_string(r.bench.size())
+                + " shapes");
 
     if (auto l = request.find("limits"); l != request.end() && !l->is_null()) {
         if (!l->is_object())

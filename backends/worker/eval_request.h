@@ -53,6 +53,11 @@ struct EvalRequest {
     int samples = 25; // at least 20
     int warmup = 3;
     size_t timingShape = 0;
+    // The bench shapes timed, in order: config.timing_shapes, else { timingShape }. The first is
+    // the screening shape: with screenSpeedup > 0 the others are timed only when its speedup over
+    // the baseline reaches screenSpeedup (docs/FORMATS.md).
+    std::vector<size_t> timingShapes;
+    double screenSpeedup = 0;
     // The timing input sets are seeds timingSeed, timingSeed+1, ...; the re-check after timing
     // uses recheckSeed. A re-verification passes new ones (docs/FORMATS.md).
     uint64_t timingSeed = 1;

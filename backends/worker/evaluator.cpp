@@ -819,70 +819,106 @@ nlohmann::json Evaluator::evaluate(const nlohmann::json& request)
         }
 
         if (req.wantTime) {
-            const ShapeSpec& shape = req.bench[req.timingShape];
-            double seconds = 0;
-            result["timing"]
-                = timeCandidate(shape, *candidate.kernel, baseline.kernel.get(), *reference.kernel, &seconds);
-
-            // Fresh inputs after timing: a candidate that caches results across calls (or
-            // keys a cache on pointers) fails here.
-            const uint64_t recheckSeed = req.recheckSeed;
-            progress("recheck", shape.label + " seed " + std::to_string(recheckSeed) + " after timing");
-            CheckOutcome outcome;
-            try {
-                outcome = checkOnce(shape, recheckSeed, *candidate.kernel, *reference.kernel);
-            } catch (const EvalFailure& f) {
-                recordRunFailure(checks, shape.label, recheckSeed, true, f);
-                throw;
-            }
-            outcome.afterTiming = true;
-            checks.push_back(outcome.toJson());
-            if (!outcome.ok)
-                throw EvalFailure { *outcome.failure, "recheck", "after timing: " + outcome.message };
-
-            progress("diagnose", "roofline against the device's measured ceilings");
             core::Ceilings ceilings;
             std::string ceilingsError;
-            try {
-                ceilings = m_device.ceilings(false, nullptr);
-            } catch (const std::exception& e) {
-                ceilingsError = e.what();
+            bool haveCeilings = false;
+            // One bench shape, every check: timing, the re-check on fresh inputs, the roofline
+            // verdict. `verdict` says why a time far below the floor cannot be trusted.
+            auto timeShape = [&](size_t index, bool primary, std::string& verdict) {
+                const ShapeSpec& shape = req.bench[index];
+                double seconds = 0;
+                nlohmann::json timing
+                    = timeCandidate(shape, *candidate.kernel, baseline.kernel.get(), *reference.kernel, &seconds);
+
+                // Fresh inputs after timing: a candidate that caches results across calls (or
+                // keys a cache on pointers) fails here.
+                const uint64_t recheckSeed = req.recheckSeed;
+                progress("recheck", shape.label + " seed " + std::to_string(recheckSeed) + " after timing");
+                CheckOutcome outcome;
+                try {
+                    outcome = checkOnce(shape, recheckSeed, *candidate.kernel, *reference.kernel);
+                } catch (const EvalFailure& f) {
+                    recordRunFailure(checks, shape.label, recheckSeed, true, f);
+                    throw;
+                }
+                outcome.afterTiming = true;
+                checks.push_back(outcome.toJson());
+                if (!outcome.ok)
+                    throw EvalFailure { *outcome.failure, "recheck", "after timing: " + outcome.message };
+
+                progress("diagnose", shape.label + ": roofline against the device's measured ceilings");
+                if (!haveCeilings) {
+                    haveCeilings = true;
+                    try {
+                        ceilings = m_device.ceilings(false, nullptr);
+                    } catch (const std::exception& e) {
+                        ceilingsError = e.what();
+                    }
+                }
+                const core::Roofline roofline = core::computeRoofline(
+                    shape.flops, shape.bytes, seconds, core::forComputeUnit(ceilings, shape.compute));
+                std::optional<core::OccupancyInfo> occupancy;
+                if (m_launches.is_object() && m_launches.contains("theoretical"))
+                    occupancy = core::OccupancyInfo { m_launches["theoretical"].get<double>(),
+                        m_launches.value("limiter", std::string()) };
+                if (primary && !m_launches.is_null())
+                    result["occupancy"] = m_launches;
+                core::Diagnosis diagnosis = core::diagnose(roofline, occupancy);
+                if (primary && req.wantProfile) {
+                    progress("profile", "Nsight Compute on one call of the candidate");
+                    nlohmann::json prof = m_device.profile(request);
+                    if (prof.is_null())
+                        prof = { { "error", "the " + m_device.kind() + " backend has no profiler stage" } };
+                    if (const std::string ev = ncuEvidence(prof); !ev.empty())
+                        diagnosis.evidence += ". " + ev;
+                    result["profile"] = prof;
+                }
+                if (!ceilingsError.empty())
+                    diagnosis.evidence += " (ceilings unavailable: " + ceilingsError + ")";
+                if (shape.flopsUnknown)
+                    diagnosis.evidence += ". The cost model's FLOPs are unknown (flops = \"unknown\" in problem.toml): "
+                                          "only bytes are placed on the roofline, and compute-bound cannot be told";
+                // Far below the floor is not a fast kernel but a wrong measurement or a lie: a
+                // verdict, not a remark (the remark alone starts at 90% of the floor). Host ceilings
+                // measured on a busy machine can be low by a few times, so against those only a
+                // time under a tenth of the floor is a verdict.
+                const bool quietCeilings
+                    = m_device.kind() != "cpu" || (ceilings.loadPerCore >= 0 && ceilings.loadPerCore < 0.5);
+                const double verdictFraction = quietCeilings ? kSuspiciousVerdict : kSuspiciousVerdictBusy;
+                if (roofline.floorSeconds > 0 && seconds < verdictFraction * roofline.floorSeconds)
+                    verdict = shape.label + ": " + diagnosis.evidence;
+                nlohmann::json entry = { { "index", index }, { "shape", shape.label }, { "timing", timing },
+                    { "roofline", core::toJson(roofline) }, { "diagnosis", core::toJson(diagnosis) } };
+                if (timing.contains("speedup"))
+                    entry["speedup"] = timing["speedup"];
+                return entry;
+            };
+
+            std::string verdict;
+            nlohmann::json first = timeShape(req.timingShapes.front(), true, verdict);
+            result["timing"] = first["timing"];
+            result["roofline"] = first["roofline"];
+            result["diagnosis"] = first["diagnosis"];
+            if (!verdict.empty())
+                throw EvalFailure { FailureKind::Suspicious, "diagnose", first["diagnosis"]["evidence"] };
+            if (req.timingShapes.size() > 1) {
+                // Per-shape results (docs/FORMATS.md); the first shape screens the others.
+                result["shapes"] = nlohmann::json::array({ first });
+                const double screenedAt = first.value("speedup", 0.0);
+                const bool screened = req.screenSpeedup > 0 && screenedAt < req.screenSpeedup;
+                result["screened"] = screened;
+                if (screened)
+                    progress("time",
+                        "screened out on " + first["shape"].get<std::string>() + ": speedup "
+                            + std::to_string(screenedAt) + " under " + std::to_string(req.screenSpeedup)
+                            + "; the other shapes are not timed");
+                for (size_t i = 1; !screened && i < req.timingShapes.size(); ++i) {
+                    nlohmann::json entry = timeShape(req.timingShapes[i], false, verdict);
+                    result["shapes"].push_back(entry);
+                    if (!verdict.empty())
+                        throw EvalFailure { FailureKind::Suspicious, "diagnose", verdict };
+                }
             }
-            const core::Roofline roofline = core::computeRoofline(
-                shape.flops, shape.bytes, seconds, core::forComputeUnit(ceilings, shape.compute));
-            std::optional<core::OccupancyInfo> occupancy;
-            if (m_launches.is_object() && m_launches.contains("theoretical")) {
-                occupancy = core::OccupancyInfo { m_launches["theoretical"].get<double>(),
-                    m_launches.value("limiter", std::string()) };
-                result["occupancy"] = m_launches;
-            } else if (!m_launches.is_null()) {
-                result["occupancy"] = m_launches;
-            }
-            core::Diagnosis diagnosis = core::diagnose(roofline, occupancy);
-            if (req.wantProfile) {
-                progress("profile", "Nsight Compute on one call of the candidate");
-                nlohmann::json prof = m_device.profile(request);
-                if (prof.is_null())
-                    prof = { { "error", "the " + m_device.kind() + " backend has no profiler stage" } };
-                if (const std::string ev = ncuEvidence(prof); !ev.empty())
-                    diagnosis.evidence += ". " + ev;
-                result["profile"] = prof;
-            }
-            if (!ceilingsError.empty())
-                diagnosis.evidence += " (ceilings unavailable: " + ceilingsError + ")";
-            if (shape.flopsUnknown)
-                diagnosis.evidence += ". The cost model's FLOPs are unknown (flops = \"unknown\" in problem.toml): "
-                                      "only bytes are placed on the roofline, and compute-bound cannot be told";
-            result["roofline"] = core::toJson(roofline);
-            result["diagnosis"] = core::toJson(diagnosis);
-            // Far below the floor is not a fast kernel but a wrong measurement or a lie: a
-            // verdict, not a remark (the remark alone starts at 90% of the floor). Host ceilings
-            // measured on a busy machine can be low by a few times, so against those only a
-            // time under a tenth of the floor is a verdict.
-            const bool quietCeilings = m_device.kind() != "cpu" || (ceilings.loadPerCore >= 0 && ceilings.loadPerCore < 0.5);
-            const double verdictFraction = quietCeilings ? kSuspiciousVerdict : kSuspiciousVerdictBusy;
-            if (roofline.floorSeconds > 0 && seconds < verdictFraction * roofline.floorSeconds)
-                throw EvalFailure { FailureKind::Suspicious, "diagnose", diagnosis.evidence };
         }
         result["status"] = "ok";
     } catch (const EvalFailure& f) {

@@ -3,8 +3,13 @@
 mode="max-autotune-no-cudagraphs") on the exact inputs hone-worker dumped, after checking each
 against the reference outputs.
 
-    torch_bench.py --manifest DIR/manifest.json --module PROBLEM/torch_ref.py [--samples 30]
+    torch_bench.py --manifest DIR/manifest.json [--manifest DIR2/manifest.json ...]
+                   --module PROBLEM/torch_ref.py [--samples 30]
                    [--skip-max-autotune] [--no-compile] [--no-graph]
+With several manifests (one per bench shape of a shape set) every shape is checked and timed
+the same way, each compiled afresh (as a deployment with static shapes would), and the output
+adds "shapes": one object per manifest, in order, each shaped like the single-manifest output;
+the top-level figures are the first manifest's.
 
 The module defines run(inputs: dict, params: dict) -> list of output tensors. Each variant gets
 three figures, each the median of the samples with the L2 rewritten before every sample:
@@ -185,43 +190,16 @@ def graph_time(torch, fn, samples, flush, cycles_per_ns, want, tolerance):
         return {"ok": False, "error": f"{type(e).__name__}: {e}"[:500]}
 
 
-def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--manifest", required=True)
-    ap.add_argument("--module", required=True)
-    ap.add_argument("--samples", type=int, default=30)
-    ap.add_argument("--warmup", type=int, default=5)
-    ap.add_argument("--no-compile", action="store_true", help="eager only")
-    ap.add_argument("--skip-max-autotune", action="store_true",
-                    help="skip torch.compile(mode='max-autotune-no-cudagraphs'), slow to compile")
-    ap.add_argument("--no-graph", action="store_true", help="skip the CUDA-graph replay timing")
-    args = ap.parse_args()
-    out = {"torch": None}
-    try:
-        import torch
-    except Exception as e:  # noqa: BLE001 - any import failure means "no PyTorch here"
-        print(json.dumps({"error": f"cannot import torch: {e}"}))
-        return 0
-    out["torch"] = torch.__version__
-    if not torch.cuda.is_available():
-        print(json.dumps({"error": "torch sees no CUDA device", "torch": torch.__version__}))
-        return 0
-    manifest = json.load(open(args.manifest))
-    base = os.path.dirname(os.path.abspath(args.manifest))
-    spec = importlib.util.spec_from_file_location("torch_ref", args.module)
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    dev = torch.device("cuda")
+def bench_manifest(torch, mod, path, args, dev, flush, cycles_per_ns):
+    """Checks and times every variant on one dumped shape; returns its part of the output."""
+    manifest = json.load(open(path))
+    base = os.path.dirname(os.path.abspath(path))
     inputs = {e["name"]: load_tensor(torch, base, e).to(dev) for e in manifest["inputs"]}
     want = [load_tensor(torch, base, e) for e in manifest["outputs"]]
     params = dict(manifest.get("params", {}))
     params.update({k: float(v) for k, v in manifest.get("symbols", {}).items()})
     tolerance = manifest.get("tolerance", {})
-    props = torch.cuda.get_device_properties(dev)
-    flush = torch.empty(max(2 * getattr(props, "L2_cache_size", 50 << 20), 64 << 20) // 4,
-                        dtype=torch.int32, device=dev)
-    out.update({"device": props.name, "problem": manifest["problem"], "shape": manifest["shape"]})
-    cycles_per_ns = sleep_cycles_per_ns(torch)
+    out = {"problem": manifest["problem"], "shape": manifest["shape"], "symbols": manifest.get("symbols", {})}
     out["timing"] = ("GPU time: L2 flush and torch.cuda._sleep (>= 50 us, 2x the host launch) queued before the "
                      "start event, no synchronize in between; host: synchronize, wall clock around call + "
                      "synchronize; graph: CUDAGraph replay timed as GPU time")
@@ -243,7 +221,8 @@ def main():
         except Exception as e:  # noqa: BLE001 - reported, not raised: one variant failing is data
             entry.update({"ok": False, "error": f"{type(e).__name__}: {e}"[:500]})
         out[label] = entry
-        print(f"{label}: " + json.dumps({k: v for k, v in entry.items() if k != "graph"}), file=sys.stderr)
+        print(f"{manifest['shape']} {label}: " + json.dumps({k: v for k, v in entry.items() if k != "graph"}),
+              file=sys.stderr)
 
     with torch.no_grad():
         variant("eager", lambda: mod.run(inputs, params))
@@ -252,13 +231,55 @@ def main():
             if not args.skip_max_autotune:
                 modes.append(("max_autotune", "max-autotune-no-cudagraphs"))
             for label, mode in modes:
-                torch._dynamo.reset()  # each mode compiles afresh, not from the other's cache
+                torch._dynamo.reset()  # each mode and shape compiles afresh, not from another's cache
                 compiled = torch.compile(mod.run) if mode is None else torch.compile(mod.run, mode=mode)
                 variant(label, lambda c=compiled: c(inputs, params))
     timed = [(out[k]["median_ns"], k) for k in ("eager", "compile", "max_autotune")
              if k in out and out[k].get("ok") and "median_ns" in out[k]]
     if timed:
         out["fastest"] = min(timed)[1]
+    return out
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--manifest", required=True, action="append",
+                    help="a dumped shape's manifest.json; repeat for every shape of a set")
+    ap.add_argument("--module", required=True)
+    ap.add_argument("--samples", type=int, default=30)
+    ap.add_argument("--warmup", type=int, default=5)
+    ap.add_argument("--no-compile", action="store_true", help="eager only")
+    ap.add_argument("--skip-max-autotune", action="store_true",
+                    help="skip torch.compile(mode='max-autotune-no-cudagraphs'), slow to compile")
+    ap.add_argument("--no-graph", action="store_true", help="skip the CUDA-graph replay timing")
+    args = ap.parse_args()
+    out = {"torch": None}
+    try:
+        import torch
+    except Exception as e:  # noqa: BLE001 - any import failure means "no PyTorch here"
+        print(json.dumps({"error": f"cannot import torch: {e}"}))
+        return 0
+    out["torch"] = torch.__version__
+    if not torch.cuda.is_available():
+        print(json.dumps({"error": "torch sees no CUDA device", "torch": torch.__version__}))
+        return 0
+    spec = importlib.util.spec_from_file_location("torch_ref", args.module)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    dev = torch.device("cuda")
+    props = torch.cuda.get_device_properties(dev)
+    flush = torch.empty(max(2 * getattr(props, "L2_cache_size", 50 << 20), 64 << 20) // 4,
+                        dtype=torch.int32, device=dev)
+    cycles_per_ns = sleep_cycles_per_ns(torch)
+    shapes = []
+    for path in args.manifest:
+        shapes.append(bench_manifest(torch, mod, path, args, dev, flush, cycles_per_ns))
+        shapes[-1]["device"] = props.name
+        torch.cuda.empty_cache()  # the next shape's inputs may be as large
+    out.update(shapes[0])
+    out["torch"] = torch.__version__
+    if len(shapes) > 1:
+        out["shapes"] = shapes
     print(json.dumps(out))
     return 0
 

@@ -11,8 +11,8 @@
 //   CACHEOP 0: plain loads and stores; 1: x and g through the read-only path (ld.global.nc);
 //           2: x and g with evict-first loads (ld.global.cs) and y with streaming stores.
 //
-// The requires keep blocks within 1024 threads, size the register cache for rows of 4096 to 8192
-// elements (no cache smaller than the bench rows, none more than twice as large) and bound the
+// The requires keep blocks within 1024 threads, size the register cache for rows of 512 to 8192
+// elements (the bench set's rows run from 768 to 4096) and bound the
 // cached registers of a block (x, and g with PREG) so that the compiler does not spill.
 //
 // hone:knob VEC = 8 | 4
@@ -22,7 +22,7 @@
 // hone:knob PREG = 1 | 0
 // hone:knob CACHEOP = 1 | 0 | 2
 // hone:require TPR * RPB <= 1024
-// hone:require TPR * VEC * CACHE >= 4096 && TPR * VEC * CACHE <= 8192
+// hone:require TPR * VEC * CACHE >= 512 && TPR * VEC * CACHE <= 8192
 // hone:require CACHE * VEC * (1 + PREG) * TPR * RPB <= 32768
 #include <hone/kernel.h>
 
