@@ -12,6 +12,8 @@
 #include "core/knobs.h"
 #include "core/problem_spec.h"
 
+#include <nlohmann/json.hpp>
+
 #include <QDir>
 #include <QFile>
 #include <QProcess>
@@ -234,6 +236,61 @@ private slots:
         QVERIFY2(t.code == 0 && t.failed == 0, qPrintable(t.out));
         // Eager on the 5 small shapes and the bench shape, the error messages, non-contiguous input.
         QVERIFY2(t.passed >= 7, qPrintable(t.out));
+    }
+
+    /// A session on a problem with a three-shape bench set: `hone export SESSION --portfolio`
+    /// picks the fastest node per shape, writes one source whose hone_run dispatches by shape,
+    /// and that source passes Hone's own harness (`hone eval`) on every check shape; with
+    /// --torch, the PyTorch package of the same configurations passes its pytest.
+    void sessionPortfolioPassesTheHarness()
+    {
+        if (qEnvironmentVariableIsEmpty("HONE_CLI"))
+            QSKIP("HONE_CLI is not set (run through ctest)");
+        QTemporaryDir tmp;
+        const QString store = tmp.filePath("s.db");
+        const QString hone = qEnvironmentVariable("HONE_CLI");
+        const QString problem = QString::fromStdString(problemDir("cpu/softmax").string());
+        const Run r = run(hone, { "--store", store, "--create", "run", problem, "--budget", "6", "--no-reverify" });
+        QVERIFY2(r.code == 0, qPrintable(r.out));
+        const QString out = tmp.filePath("portfolio");
+        const bool torch = torchMissing().isEmpty();
+        QStringList args = { "--store", store, "export", "1", out, "--portfolio" };
+        if (torch)
+            args << "--torch";
+        const Run e = run(hone, args);
+        QVERIFY2(e.code == 0, qPrintable(e.out));
+        QVERIFY2(e.out.contains("exported the portfolio of session 1"), qPrintable(e.out));
+        QFile f(out + "/portfolio.json");
+        QVERIFY(f.open(QIODevice::ReadOnly));
+        const auto table = nlohmann::json::parse(f.readAll().toStdString());
+        QCOMPARE(table["shapes"].size(), size_t(3)); // every bench shape has its fastest node
+        for (const auto& c : table["shapes"]) {
+            QVERIFY(c["median_ns"].get<double>() > 0);
+            QVERIFY(c["config"].get<size_t>() < table["configurations"].size());
+        }
+        // The dispatcher is a candidate like any other: the worker checks it against the reference.
+        const Run check = run(hone, { "eval", problem, out + "/portfolio.cpp" });
+        QVERIFY2(check.code == 0, qPrintable(check.out));
+        QVERIFY(fs::exists(fs::path(out.toStdString()) / "build.sh"));
+        if (!torch)
+            QSKIP(qPrintable("the PyTorch half: " + torchMissing()));
+        const PytestResult t = pytest(fs::path(out.toStdString()) / "torch", { "-k", "eager or errors" });
+        QVERIFY2(t.code == 0 && t.failed == 0 && t.passed >= 3, qPrintable(t.out));
+    }
+
+    /// A session that timed one shape has no portfolio: the export says why.
+    void portfolioNeedsPerShapeResults()
+    {
+        if (qEnvironmentVariableIsEmpty("HONE_CLI"))
+            QSKIP("HONE_CLI is not set (run through ctest)");
+        QTemporaryDir tmp;
+        const QString hone = qEnvironmentVariable("HONE_CLI");
+        const Run e = run(hone, { "--store", tmp.filePath("none.db"), "--create", "run",
+                                    QString::fromStdString(problemDir("cpu/softmax").string()), "--budget", "1",
+                                    "--no-reverify" });
+        QVERIFY2(e.code == 0 || e.code == 1, qPrintable(e.out));
+        const Run bad = run(hone, { "--store", tmp.filePath("none.db"), "export", "1/2", tmp.filePath("x"), "--portfolio" });
+        QVERIFY2(bad.code == 2 && bad.out.contains("expected SESSION"), qPrintable(bad.out));
     }
 
     /// Two configurations of one source in one library (each in its own namespace): the op

@@ -70,7 +70,8 @@ void applyResult(NodeInfo& n, const nlohmann::json& result, bool ok)
     const auto& objective = member(result, "objective");
     n.slowerOn.clear();
     n.screened = false;
-    if (ok && objective.is_object()) {
+    // (member() gives an empty object for a missing key: only a present objective counts.)
+    if (ok && result.is_object() && result.contains("objective") && objective.contains("value")) {
         n.speedup = num(objective, "value");
         n.screened = objective.value("screened", false);
         if (const auto it = objective.find("slower_on"); it != objective.end() && it->is_array())
