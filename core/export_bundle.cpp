@@ -188,10 +188,31 @@ nlohmann::json evidenceOf(const Context& c)
 
     nlohmann::json speedup = nullptr;
     if (c.evaluation && c.evaluation->status == "ok") {
-        const SpeedupInterval ci = speedupInterval(member(c.evaluation->result, "timing"));
-        speedup = {{"median", c.evaluation->speedup}, {"method",
+        // The interval is of the timed shape's paired ratios, so the median beside it is that
+        // shape's; over a shape set the stored speedup is the weighted objective, kept apart.
+        const nlohmann::json& timing = member(c.evaluation->result, "timing");
+        const SpeedupInterval ci = speedupInterval(timing);
+        const double median = timing.contains("speedup") && timing["speedup"].is_number()
+            ? timing["speedup"].get<double>()
+            : c.evaluation->speedup;
+        speedup = {{"median", median}, {"method",
             "median of the paired ratios baseline/candidate (interleaved samples); order-statistic (sign-test) "
             "interval of that median"}};
+        if (const nlohmann::json& objective = member(c.evaluation->result, "objective");
+            c.evaluation->result.contains("objective") && objective.contains("value")) {
+            speedup["objective"] = objective["value"];
+            speedup["objective_method"] = "weighted geometric mean of the per-shape speedups (docs/SEARCH.md)";
+            speedup["shape"] = timing.value("shape", std::string());
+            nlohmann::json perShape = nlohmann::json::array();
+            const auto& shapes = c.evaluation->result.contains("shapes") ? c.evaluation->result["shapes"] : nlohmann::json();
+            if (shapes.is_array())
+                for (const auto& sh : shapes) {
+                    const SpeedupInterval si = speedupInterval(member(sh, "timing"));
+                    perShape.push_back({{"shape", sh.value("shape", std::string())}, {"speedup", sh.value("speedup", 0.0)},
+                        {"ci95", si.valid ? nlohmann::json::array({si.low, si.high}) : nlohmann::json()}});
+                }
+            speedup["per_shape"] = perShape;
+        }
         if (ci.valid) {
             speedup["ci95"] = {ci.low, ci.high};
             speedup["coverage"] = ci.coverage;
