@@ -985,6 +985,18 @@ std::string cString(const std::string& text)
     return out + "\"";
 }
 
+void writeExportFile(const std::filesystem::path& dir, const std::string& rel, const std::string& text, bool executable)
+{
+    const fs::path path = dir / rel;
+    std::ofstream out(path, std::ios::binary | std::ios::trunc);
+    out << text;
+    out.close();
+    if (!out)
+        throw ExportError("cannot write " + path.string() + " (is the folder writable and the disk not full?)");
+    if (executable)
+        fs::permissions(path, fs::perms::owner_exec | fs::perms::group_exec | fs::perms::others_exec, fs::perm_options::add);
+}
+
 std::string kernelHeaderText(const ExportOptions& options)
 {
     return kernelHeader(options).first;
@@ -1015,15 +1027,7 @@ ExportResult exportBundle(const Store& store, int64_t sessionId, int64_t nodeId,
     if (ec)
         throw ExportError("cannot create the export folder " + (dir / "hone").string() + ": " + ec.message());
     auto write = [&](const std::string& rel, const std::string& text, bool executable = false) {
-        const fs::path path = dir / rel;
-        std::ofstream out(path, std::ios::binary | std::ios::trunc);
-        out << text;
-        out.close();
-        if (!out)
-            throw ExportError("cannot write " + path.string() + " (is the folder writable and the disk not full?)");
-        if (executable)
-            fs::permissions(path, fs::perms::owner_exec | fs::perms::group_exec | fs::perms::others_exec,
-                fs::perm_options::add);
+        writeExportFile(dir, rel, text, executable);
         r.files.push_back(rel);
     };
 

@@ -73,6 +73,10 @@ nlohmann::json buildEvidence(const Store& store, int64_t sessionId, int64_t node
 /// `text` as a C++ string literal (quotes, backslashes and newlines escaped), for generated code.
 std::string cString(const std::string& text);
 
+/// Writes `text` to dir/rel (replacing it), executable if asked; ExportError when it cannot.
+void writeExportFile(const std::filesystem::path& dir, const std::string& rel, const std::string& text,
+    bool executable = false);
+
 /// The text of hone/kernel.h an export copies (options.resourcesDir, $HONE_RESOURCES, the
 /// install or source tree, else the copy built into hone).
 std::string kernelHeaderText(const ExportOptions& options = {});

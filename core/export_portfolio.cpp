@@ -2,6 +2,7 @@
 // source whose hone_run dispatches by shape, and optionally as a PyTorch package.
 #include "core/export_portfolio.h"
 
+#include "core/knobs.h"
 #include "core/problem_spec.h"
 #include "core/store.h"
 
@@ -14,15 +15,6 @@ namespace hone::core {
 namespace {
 
 namespace fs = std::filesystem;
-
-std::string langOfName(const std::string& name)
-{
-    if (name.ends_with(".cu"))
-        return "cuda";
-    if (name.ends_with(".hip"))
-        return "hip";
-    return "cpp";
-}
 
 std::string knobText(const nlohmann::json& v) { return v.is_string() ? v.get<std::string>() : v.dump(); }
 
@@ -115,7 +107,7 @@ Portfolio choosePortfolio(const Store& store, int64_t sessionId)
         names[id] = src->name;
         if (e.status == "ok" && !failedReverify.count(id) && e.speedup > bestSpeedup) {
             bestSpeedup = e.speedup;
-            p.lang = langOfName(src->name);
+            p.lang = langOfFile(src->name);
         }
     }
     if (p.lang.empty())
@@ -124,7 +116,7 @@ Portfolio choosePortfolio(const Store& store, int64_t sessionId)
     std::map<size_t, PortfolioChoice> best; // bench index -> fastest
     int skipped = 0;
     for (const auto& [id, e] : last) {
-        if (e.status != "ok" || !names.count(id) || langOfName(names[id]) != p.lang || failedReverify.count(id)) {
+        if (e.status != "ok" || !names.count(id) || langOfFile(names[id]) != p.lang || failedReverify.count(id)) {
             skipped += e.status == "ok" ? 1 : 0;
             continue;
         }
@@ -205,15 +197,7 @@ ExportResult exportPortfolio(const Store& store, int64_t sessionId, const fs::pa
     if (ec)
         throw ExportError("cannot create the export folder " + (dir / "hone").string() + ": " + ec.message());
     auto write = [&](const std::string& rel, const std::string& text, bool executable = false) {
-        const fs::path path = dir / rel;
-        std::ofstream out(path, std::ios::binary | std::ios::trunc);
-        out << text;
-        out.close();
-        if (!out)
-            throw ExportError("cannot write " + path.string() + " (is the folder writable and the disk not full?)");
-        if (executable)
-            fs::permissions(path, fs::perms::owner_exec | fs::perms::group_exec | fs::perms::others_exec,
-                fs::perm_options::add);
+        writeExportFile(dir, rel, text, executable);
         r.files.push_back(rel);
     };
     const bool cuda = p.lang == "cuda";
