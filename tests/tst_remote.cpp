@@ -238,7 +238,15 @@ class TestRemote : public QObject {
         std::thread side;
         if (during)
             side = std::thread([&] { during(counter.evaluations, finished); });
-        core::Report r = engine.run(opt, &counter);
+        core::Report r;
+        try {
+            r = engine.run(opt, &counter);
+        } catch (...) {
+            finished = true;
+            if (side.joinable())
+                side.join();
+            throw;
+        }
         finished = true;
         if (side.joinable())
             side.join();
@@ -461,8 +469,9 @@ private slots:
         int crashes = 0;
         for (const auto& e : store.evaluations(m_session))
             if (e.status == "failed") {
-                QCOMPARE(e.failureKind, std::string("crash"));
-                QVERIFY2(e.failureMessage.find("SIGKILL") != std::string::npos, e.failureMessage.c_str());
+                const std::string seen = e.failureKind + ": " + e.failureMessage;
+                QVERIFY2(e.failureKind == "crash", seen.c_str());
+                QVERIFY2(e.failureMessage.find("SIGKILL") != std::string::npos, seen.c_str());
                 ++crashes;
             }
         QCOMPARE(crashes, 1);
@@ -830,8 +839,9 @@ private slots:
         bool seenCrash = false;
         for (const auto& e : store.evaluations(m_session)) {
             if (e.status == "failed") {
-                QCOMPARE(e.failureKind, std::string("crash"));
-                QVERIFY2(e.failureMessage.find("SIGKILL") != std::string::npos, e.failureMessage.c_str());
+                const std::string seen = e.failureKind + ": " + e.failureMessage;
+                QVERIFY2(e.failureKind == "crash", seen.c_str());
+                QVERIFY2(e.failureMessage.find("SIGKILL") != std::string::npos, seen.c_str());
                 ++crashes;
                 seenCrash = true;
             } else if (seenCrash) {
