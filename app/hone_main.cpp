@@ -12,6 +12,7 @@
 #include "app/llm_cli.h"
 #include "app/targets_cli.h"
 #include "app/replay_cli.h"
+#include "app/session.h"
 #include "app/show_cli.h"
 #include "backends/local_executor.h"
 #include "backends/spool_executor.h"
@@ -105,18 +106,25 @@ private:
     int m_lastPrinted = -1;
 };
 
+app::SessionConfig sessionConfig(const Globals& g, const app::LlmCliOptions& llm = {})
+{
+    app::SessionConfig c;
+    c.store = g.store;
+    c.workerPath = g.worker;
+    c.cacheDir = g.cacheDir;
+    c.memoryMiB = g.memoryMiB;
+    c.targetsFile = g.targetsFile;
+    c.on = g.on;
+    c.spool = g.spool;
+    c.workersGiven = g.workersGiven;
+    c.skills = g.skills;
+    c.llm = llm;
+    return c;
+}
+
 std::unique_ptr<backends::LocalExecutor> makeExecutor(const Globals& g, int parallel, const std::string& target)
 {
-    backends::LocalExecutorConfig cfg;
-    cfg.workerPath = g.worker.empty() ? app::defaultWorkerPath() : g.worker;
-    if (!g.cacheDir.empty())
-        cfg.cacheDir = g.cacheDir;
-    cfg.parallel = parallel;
-    const bool gpu = target == "cuda" || target == "hip";
-    cfg.limits.memoryMiB = g.memoryMiB > 0 ? g.memoryMiB : gpu ? 16384 : 4096;
-    // A GPU driver reserves address space far beyond what it touches; the RSS watch still applies.
-    cfg.limits.addressSpaceLimit = !gpu;
-    return std::make_unique<backends::LocalExecutor>(cfg);
+    return app::makeLocalExecutor(sessionConfig(g), parallel, target);
 }
 
 /// What the re-verification did: not search evaluations, so counted apart from them.
@@ -250,47 +258,14 @@ int cmdRun(const Globals& g, core::RunOptions opts, bool json, std::optional<int
     core::ProblemSpec spec = core::loadProblem(opts.problemDir);
     problemName = spec.name;
     baselineName = spec.baseline;
-    std::unique_ptr<core::Executor> exec;
-    if (!g.spool.empty()) {
-        if (!g.on.empty())
-            throw app::CliError(app::ExitCode::Usage, "--spool and --on both say where to evaluate; pass one of them");
-        exec = std::make_unique<backends::SpoolExecutor>(g.spool, g.workersGiven || resumeSession ? opts.workers : 16);
-        opts.workers = exec->slotCount();
-    } else if (g.on.empty()) {
-        exec = makeExecutor(g, opts.workers, core::resolveTarget(spec, opts.target));
-    } else {
-        exec = app::makeTargetExecutor(g.targetsFile, g.on, g.workersGiven ? opts.workers : 0,
-            g.worker.empty() ? app::defaultWorkerPath() : g.worker, g.cacheDir);
-        opts.workers = exec->slotCount();
-    }
-    core::Engine engine(store, *exec);
+    app::SessionConfig config = sessionConfig(g, llmOutput);
+    config.resume = resumeSession.has_value();
+    app::SessionAssembly session(config, store, opts, core::resolveTarget(spec, opts.target));
+    core::Engine& engine = session.engine();
+    if (!session.skillsNote().empty())
+        std::fprintf(stderr, "hone: warning: %s\n", session.skillsNote().c_str());
     ProgressPrinter printer(json);
-    // Skills: priors from earlier sessions on the same family and arch, and a new skill when this
-    // one beats its baseline by 10%. The knowledge base lives in the store's file ($HONE_KB wins).
-    std::unique_ptr<knowledge::KnowledgeBase> kb;
-    if (g.skills) {
-        const char* kbEnv = std::getenv("HONE_KB");
-        try {
-            kb = std::make_unique<knowledge::KnowledgeBase>(kbEnv && *kbEnv ? std::string(kbEnv) : g.store);
-        } catch (const std::exception& e) {
-            std::fprintf(stderr, "hone: warning: no skills this run (knowledge base: %s)\n", e.what());
-        }
-    }
-    if (kb)
-        engine.setKnobPriorProvider([&kb](const std::string& family, const std::string& device,
-                                        const std::string& target, const core::KnobSpace& space) {
-            knowledge::SessionDump where;
-            where.device = device;
-            where.target = target;
-            return knowledge::priorFor(*kb, family, knowledge::sessionArch(where), space);
-        });
-    std::unique_ptr<app::KbKnowledgeSource> kbSource;
-    if (kb && opts.synth == "llm")
-        kbSource = std::make_unique<app::KbKnowledgeSource>(*kb);
-    auto llmRun = app::attachLlm(engine, opts, llmOutput, kbSource.get());
-    core::EngineObserver* observer = llmRun ? llmRun->observer(&printer) : &printer;
-    if (kbSource)
-        observer = kbSource->observer(observer);
+    core::EngineObserver* observer = session.observers(&printer);
     g_engine = &engine;
     std::signal(SIGINT, onInterrupt);
     std::signal(SIGTERM, onInterrupt);
@@ -309,32 +284,8 @@ int cmdRun(const Globals& g, core::RunOptions opts, bool json, std::optional<int
     g_engine = nullptr;
     printer.finish();
     std::string skillNote;
-    if (!report.warmStart.empty())
-        skillNote += "warm start " + std::to_string(report.warmStart.size()) + " node(s) from earlier sessions: "
-            + core::describeWarmStart(report.warmStart, spec.family) + "\n";
-    for (const auto& note : report.warmStartNotes)
-        skillNote += "warm start " + note + "\n";
-    std::string ops;
-    for (const auto& [name, arm] : report.operators)
-        if (arm.proposed > 0)
-            ops += (ops.empty() ? "" : ", ") + name + " " + std::to_string(arm.proposed) + " ("
-                + std::to_string(arm.improved) + " beat their parent)";
-    if (!ops.empty())
-        skillNote += "operators  " + report.memoryOp + ": " + ops + "\n";
-    if (kb && report.progress.session > 0) {
-        if (engine.sourcesWithPrior() > 0)
-            skillNote += "skills     stored skills biased the knob search of " + std::to_string(engine.sourcesWithPrior())
-                + " seed source(s)\n";
-        try {
-            kb->syncOutcomes(store, report.progress.session);
-            std::string why;
-            if (auto added = knowledge::writeBackSkill(*kb, store, report.progress.session, {}, &why))
-                skillNote += "skills     wrote skill " + added->uid + " (version " + std::to_string(added->version)
-                    + ") to the knowledge base\n";
-        } catch (const std::exception& e) {
-            skillNote += std::string("skills     not written: ") + e.what() + "\n";
-        }
-    }
+    for (const auto& line : session.afterRun(report, spec.family))
+        skillNote += line + "\n";
     if (json) {
         nlohmann::json j = reportJson(report);
         j["warm_start"] = nlohmann::json::array();
@@ -345,13 +296,13 @@ int cmdRun(const Globals& g, core::RunOptions opts, bool json, std::optional<int
         j["memory_op"] = report.memoryOp;
         for (const auto& [name, arm] : report.operators)
             j["operators"][name] = {{"proposed", arm.proposed}, {"evaluated", arm.evaluated}, {"improved", arm.improved}};
-        if (llmRun)
+        if (session.llm())
             j["llm"] = app::llmSummaryJson(store, report.progress.session);
         std::cout << j.dump(2) << "\n";
     } else {
         printReport(report, problemName, baselineName, !g.spool.empty());
         std::fputs(skillNote.c_str(), stdout);
-        if (llmRun)
+        if (session.llm())
             app::printLlmSummary(store, report.progress.session);
     }
     if (!report.error.empty()) { // the LLM endpoint refused or is unreachable

@@ -143,8 +143,10 @@ int main(int argc, char** argv)
     QCommandLineOption shotsOpt("screenshots", "save a PNG of every panel into DIR once the search ends, then quit", "DIR");
     QCommandLineOption prefixOpt("screenshot-prefix", "file name prefix of the screenshots", "TEXT", "");
     QCommandLineOption noLayoutOpt("no-saved-layout", "ignore the saved window layout");
+    QCommandLineOption targetsOpt("targets", "targets file (default $HONE_TARGETS or ~/.config/hone/targets.toml)", "FILE");
+    QCommandLineOption onOpt("on", "evaluate on this target of the targets file (docs/REMOTE.md)", "NAME");
     parser.addOptions({storeOpt, workerOpt, cacheOpt, startOpt, budgetOpt, workersOpt, openOpt, resumeOpt, exportsOpt,
-        shotsOpt, prefixOpt, noLayoutOpt});
+        shotsOpt, prefixOpt, noLayoutOpt, targetsOpt, onOpt});
     parser.process(app);
 
     app::WorkbenchConfig config;
@@ -152,6 +154,8 @@ int main(int argc, char** argv)
                                                  : app::defaultStorePath();
     config.runner.workerPath = parser.value(workerOpt).toStdString();
     config.runner.cacheDir = parser.value(cacheOpt).toStdString();
+    config.runner.targetsFile = parser.value(targetsOpt).toStdString();
+    config.runner.on = parser.value(onOpt).toStdString();
     config.exportRoot = parser.value(exportsOpt);
     config.restoreLayout = !parser.isSet(noLayoutOpt) && !parser.isSet(shotsOpt);
 

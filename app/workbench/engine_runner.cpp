@@ -1,13 +1,8 @@
 #include "app/workbench/engine_runner.h"
 
-#include "app/cli_common.h"
-#include "app/kb_source.h"
-#include "app/llm_cli.h"
-#include "backends/local_executor.h"
+#include "app/session.h"
 #include "core/problem_spec.h"
 #include "core/store.h"
-#include "knowledge/knowledge_base.h"
-#include "knowledge/skills.h"
 
 #include <QCoreApplication>
 #include <QElapsedTimer>
@@ -233,42 +228,19 @@ void EngineRunner::launch(std::function<core::Report(core::Engine&, core::Engine
         std::string error;
         try {
             core::Store store(config.store);
-            backends::LocalExecutorConfig cfg;
-            cfg.workerPath = config.workerPath.empty() ? defaultWorkerPath() : config.workerPath;
-            cfg.cacheDir = config.cacheDir;
-            cfg.parallel = std::max(1, options.workers);
-            const bool gpu = options.target == "cuda" || options.target == "hip";
-            cfg.limits.memoryMiB = gpu ? 16384 : 4096;
-            cfg.limits.addressSpaceLimit = !gpu;
-            backends::LocalExecutor executor(cfg);
-            core::Engine engine(store, executor);
-            std::unique_ptr<knowledge::KnowledgeBase> kb;
-            if (config.skills) {
-                try {
-                    kb = std::make_unique<knowledge::KnowledgeBase>(config.store);
-                    engine.setKnobPriorProvider([&kb](const std::string& family, const std::string& device,
-                                                    const std::string& target, const core::KnobSpace& space) {
-                        knowledge::SessionDump where;
-                        where.device = device;
-                        where.target = target;
-                        return knowledge::priorFor(*kb, family, knowledge::sessionArch(where), space);
-                    });
-                } catch (const std::exception&) {
-                    kb.reset(); // no skills this run; the search itself does not need them
-                }
-            }
+            SessionConfig sc;
+            sc.store = config.store.string();
+            sc.workerPath = config.workerPath;
+            sc.cacheDir = config.cacheDir.string();
+            sc.targetsFile = config.targetsFile;
+            sc.on = config.on;
+            sc.workersGiven = true; // the launcher's worker count
+            sc.skills = config.skills;
+            core::RunOptions opts = options;
+            SessionAssembly session(sc, store, opts, options.target);
+            core::Engine& engine = session.engine();
             Observer observer(*this, engine, std::move(known));
-            core::EngineObserver* events = &observer;
-            // The LLM synthesizer, as `hone run --synth llm` builds it (the key from its
-            // environment variable), with the knowledge base feeding its prompts.
-            std::unique_ptr<KbKnowledgeSource> knowledgeSource;
-            if (kb && options.synth == "llm")
-                knowledgeSource = std::make_unique<KbKnowledgeSource>(*kb);
-            auto llmRun = attachLlm(engine, options, LlmCliOptions {}, knowledgeSource.get());
-            if (llmRun)
-                events = llmRun->observer(events);
-            if (knowledgeSource)
-                events = knowledgeSource->observer(events);
+            core::EngineObserver* events = session.observers(&observer);
             {
                 std::lock_guard lock(m_mutex);
                 m_engine = &engine;
@@ -287,14 +259,7 @@ void EngineRunner::launch(std::function<core::Report(core::Engine&, core::Engine
             }
             stopReason = report.stopReason;
             error = report.error;
-            if (kb && report.progress.session > 0) {
-                try {
-                    kb->syncOutcomes(store, report.progress.session);
-                    knowledge::writeBackSkill(*kb, store, report.progress.session, {}, nullptr);
-                } catch (const std::exception&) {
-                    // Skills are a by-product; the session itself is stored.
-                }
-            }
+            session.afterRun(report, {}); // knowledge-hit outcomes and the skill write-back
         } catch (const std::exception& e) {
             std::lock_guard lock(m_mutex);
             m_engine = nullptr;

@@ -16,12 +16,14 @@
 
 namespace hone::app {
 
-/// Where a workbench search runs: the store file, the worker binary, the cache.
+/// Where a workbench search runs: the store file, the worker binary, the cache, the target.
 struct RunnerConfig {
     std::filesystem::path store;
     std::string workerPath;          // empty: next to this executable, else PATH
     std::filesystem::path cacheDir;  // empty: the worker's default
-    bool skills = true;              // knob priors from the knowledge base in the store's file
+    bool skills = true;              // knob priors from the knowledge base (app::knowledgeBasePath)
+    std::string targetsFile;         // empty: backends::defaultTargetsPath()
+    std::string on;                  // a target of the targets file; empty: this machine
 };
 
 /// The engine↔Qt bridge (DESIGN.md §2): the engine runs on its own thread with its own Store

@@ -1,5 +1,7 @@
 #include "app/workbench/launcher.h"
 
+#include "backends/targets.h"
+
 #include "app/llm_cli.h"
 
 #include <QCheckBox>
@@ -43,6 +45,11 @@ Launcher::Launcher(QWidget* parent)
     m_target->addItems({"auto", "cpu", "cuda"});
     m_target->setToolTip(tr("auto: the kind of the problem's baseline seed"));
     form->addRow(tr("Target"), m_target);
+    m_runOn = new QComboBox(this);
+    m_runOn->addItem(tr("this machine"), QString());
+    m_runOn->setToolTip(tr("where candidates are evaluated: this machine, or a target of the targets file "
+                           "(ssh, Slurm; docs/REMOTE.md)"));
+    form->addRow(tr("Run on"), m_runOn);
     m_synth = new QComboBox(this);
     m_synth->addItems({"knob", "grid", "llm"});
     m_synth->setToolTip(tr("knob: offline knob and variant search over the seeds; grid: every admissible knob "
@@ -217,6 +224,40 @@ void Launcher::setLlm(const QString& provider, const QString& url, const QString
 }
 void Launcher::setBudget(int budget) { m_budget->setValue(budget); }
 void Launcher::setWorkers(int workers) { m_workers->setValue(workers); }
+
+void Launcher::setTargetsFile(const QString& file)
+{
+    const QString keep = runOn();
+    m_runOn->clear();
+    m_runOn->addItem(tr("this machine"), QString());
+    const std::filesystem::path path = file.isEmpty() ? backends::defaultTargetsPath() : std::filesystem::path(file.toStdString());
+    std::error_code ec;
+    if (!std::filesystem::exists(path, ec)) {
+        if (!file.isEmpty())
+            setMessage(tr("targets file %1 not found").arg(file), true);
+        return;
+    }
+    try {
+        for (const auto& t : backends::readTargets(path))
+            m_runOn->addItem(QString::fromStdString(t.name + " (" + t.executor + ", " + t.device + ")"),
+                QString::fromStdString(t.name));
+        m_runOn->setToolTip(tr("targets of %1").arg(QString::fromStdString(path.string())));
+    } catch (const std::exception& e) {
+        setMessage(QString::fromUtf8(e.what()), true);
+    }
+    setRunOn(keep);
+}
+
+bool Launcher::setRunOn(const QString& target)
+{
+    const int i = m_runOn->findData(target);
+    if (i < 0)
+        return false;
+    m_runOn->setCurrentIndex(i);
+    return true;
+}
+
+QString Launcher::runOn() const { return m_runOn->currentData().toString(); }
 
 void Launcher::setRunning(bool running, bool paused)
 {

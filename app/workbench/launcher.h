@@ -31,6 +31,13 @@ public:
     void setProblemDir(const QString& dir);
     void setBudget(int budget);
     void setWorkers(int workers);
+    /// Lists "this machine" and the targets of `file` (empty: the default targets file) in "Run
+    /// on"; a file that cannot be read is reported in the message line, with its reason.
+    void setTargetsFile(const QString& file);
+    /// Selects a target of the list by name; false when it is not there.
+    bool setRunOn(const QString& target);
+    /// The chosen target's name, empty for this machine.
+    QString runOn() const;
     /// Reflects the search's state in the buttons.
     void setRunning(bool running, bool paused);
     /// Lists the sessions of `store` (newest first).
@@ -52,6 +59,7 @@ signals:
 private:
     QLineEdit* m_problem;
     QComboBox* m_target;
+    QComboBox* m_runOn;
     QComboBox* m_synth;
     QWidget* m_llmBox;
     QComboBox* m_provider;

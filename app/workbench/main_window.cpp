@@ -1,4 +1,5 @@
 #include "app/workbench/main_window.h"
+#include "app/session.h"
 
 #include "app/workbench/edit_dialog.h"
 #include "app/workbench/launcher.h"
@@ -52,9 +53,8 @@ MainWindow::MainWindow(WorkbenchConfig config, QWidget* parent)
     setWindowTitle(tr("Hone workbench"));
     m_store = std::make_unique<core::Store>(m_config.runner.store);
     try {
-        const char* kbEnv = std::getenv("HONE_KB");
-        m_kb = std::make_unique<knowledge::KnowledgeBase>(
-            kbEnv && *kbEnv ? std::filesystem::path(kbEnv) : m_config.runner.store);
+        // The base the runner records skills and hits in (app::knowledgeBasePath).
+        m_kb = std::make_unique<knowledge::KnowledgeBase>(knowledgeBasePath(m_config.runner.store.string()));
     } catch (const std::exception& e) {
         m_kb.reset(); // the knowledge panels say why they are empty
         statusBar()->showMessage(tr("no knowledge base: %1").arg(QString::fromUtf8(e.what())), 10000);
@@ -66,6 +66,9 @@ MainWindow::MainWindow(WorkbenchConfig config, QWidget* parent)
     m_tree->setObjectName("tree");
     setCentralWidget(m_tree);
     m_launcher = new Launcher(this);
+    m_launcher->setTargetsFile(QString::fromStdString(m_config.runner.targetsFile));
+    if (!m_config.runner.on.empty())
+        m_launcher->setRunOn(QString::fromStdString(m_config.runner.on));
     m_table = new views::NodeTable(&m_data, &m_selection, &m_actions, this);
     m_inspector = new views::Inspector(&m_data, &m_selection, &m_actions, this);
     m_roofline = new views::RooflinePlot(&m_data, &m_selection, this);
@@ -201,12 +204,19 @@ void MainWindow::closeEvent(QCloseEvent* event)
     event->accept();
 }
 
+RunnerConfig MainWindow::runnerConfig() const
+{
+    RunnerConfig c = m_config.runner;
+    c.on = m_launcher->runOn().toStdString(); // the launcher's "Run on"
+    return c;
+}
+
 bool MainWindow::startSearch()
 {
     try {
         const core::RunOptions options = m_launcher->options();
         m_selection.setCurrent(-1);
-        m_runner->start(options, m_config.runner);
+        m_runner->start(options, runnerConfig());
         m_launcher->setRunning(true, false);
         m_launcher->setMessage(tr("starting %1 ...").arg(QString::fromStdString(options.problemDir.string())));
         return true;
@@ -241,7 +251,7 @@ bool MainWindow::openSession(qint64 session)
 bool MainWindow::resumeSession(qint64 session, int extraBudget)
 {
     try {
-        m_runner->resume(session, extraBudget, m_config.runner);
+        m_runner->resume(session, extraBudget, runnerConfig());
         m_launcher->setRunning(true, false);
         return true;
     } catch (const std::exception& e) {

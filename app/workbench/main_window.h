@@ -65,6 +65,8 @@ public:
 
     /// Starts the launcher's run; false (with the reason in the launcher) when it cannot.
     bool startSearch();
+    /// The runner's configuration with the launcher's "Run on" target.
+    RunnerConfig runnerConfig() const;
     /// Opens a stored session read-only.
     bool openSession(qint64 session);
     bool resumeSession(qint64 session, int extraBudget);

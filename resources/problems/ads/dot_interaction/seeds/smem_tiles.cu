@@ -34,8 +34,9 @@
 //   L2PF    0: plain cp.async.cg; 1, 2: with an L2 prefetch hint of 128 or 256 bytes.
 //   STCS    1: the outputs are stored with the streaming (evict-first) hint.
 // The tile path needs F <= 28 (MATH = 0) or F <= 32 (MATH = 1), D a multiple of
-// SPLITK * 4 * PIECE and X 16-byte aligned; other shapes go to a plain one-thread-per-output
-// kernel. The requires keep SPLITK * PIECE <= 32, which D = 128 (the bench shape) needs.
+// SPLITK * 4 * PIECE and X 16-byte aligned; other shapes go to a general shared-memory kernel
+// (register tiles of 4 x 4 pairs, any F and D). The requires keep SPLITK * PIECE <= 32, which
+// D = 128 (the bench shape) needs.
 // Measured on an H100 (hone eval, bench shape): MATH = 1, SPLITK = 2, PIECE = 16, STAGES = 2,
 // WPB = 2 took 101-106 us; the same with SPLITK = 1, 106-110 us; MATH = 0, 107-119 us.
 //
@@ -411,7 +412,107 @@ __global__ void __launch_bounds__(THREADS) dot_interaction_tiles(
     wait_groups<0>();
 }
 
-// Shapes the tile path does not take: one thread per output.
+// Shapes the fast path does not take (any F and D): the sample staged in shared memory, each
+// group of `ds` lanes computing a 4 x 4 tile of the Gram matrix's lower triangle in registers
+// (its lanes split the D axis; a butterfly sums their partial tiles). `ds` is chosen per shape
+// so that the block's tiles keep most lanes busy; V = 4 takes 16-byte loads.
+constexpr int ANY_THREADS = 128;
+
+template <int V>
+__global__ void __launch_bounds__(ANY_THREADS) dot_interaction_any(
+    const float* __restrict__ X, float* __restrict__ out, int64_t B, int F, int D, int P, int DP, int ds)
+{
+    extern __shared__ float4 any_smem4[];
+    float* xs = reinterpret_cast<float*>(any_smem4);
+    const int nb = (F + 3) / 4;
+    const int ntiles = nb * (nb + 1) / 2;
+    const int groups = ANY_THREADS / ds;
+    const int gid = threadIdx.x / ds;
+    const int s = threadIdx.x % ds;
+    const int nv = D / V;
+    for (int64_t b = blockIdx.x; b < B; b += gridDim.x) {
+        const float* src = X + b * F * D;
+        __syncthreads(); // the previous sample's tiles are done with xs
+        for (int idx = threadIdx.x; idx < F * nv; idx += ANY_THREADS) {
+            const int row = idx / nv;
+            const int c = (idx - row * nv) * V;
+            if constexpr (V == 4)
+                *reinterpret_cast<float4*>(xs + row * DP + c)
+                    = __ldg(reinterpret_cast<const float4*>(src + static_cast<int64_t>(row) * D + c));
+            else
+                xs[row * DP + c] = __ldg(src + static_cast<int64_t>(row) * D + c);
+        }
+        __syncthreads();
+        float* o = out + b * P;
+        for (int base = 0; base < ntiles; base += groups) { // uniform trip count per group
+            int t = base + gid;
+            const bool valid = t < ntiles;
+            if (!valid)
+                t = 0;
+            int bi = static_cast<int>((sqrtf(8.0f * t + 1.0f) - 1.0f) * 0.5f);
+            if ((bi + 1) * (bi + 2) / 2 <= t)
+                ++bi;
+            if (bi * (bi + 1) / 2 > t)
+                --bi;
+            const int bj = t - bi * (bi + 1) / 2;
+            int ra[4], rb[4];
+#pragma unroll
+            for (int k = 0; k < 4; ++k) {
+                ra[k] = min(bi * 4 + k, F - 1) * DP;
+                rb[k] = min(bj * 4 + k, F - 1) * DP;
+            }
+            float v[16];
+#pragma unroll
+            for (int e = 0; e < 16; ++e)
+                v[e] = 0.0f;
+            for (int c = s; c < nv; c += ds) {
+                if constexpr (V == 4) {
+                    float4 A[4];
+#pragma unroll
+                    for (int k = 0; k < 4; ++k)
+                        A[k] = *reinterpret_cast<const float4*>(xs + ra[k] + 4 * c);
+#pragma unroll
+                    for (int m = 0; m < 4; ++m) {
+                        const float4 Bv = *reinterpret_cast<const float4*>(xs + rb[m] + 4 * c);
+#pragma unroll
+                        for (int k = 0; k < 4; ++k) {
+                            float acc = v[k * 4 + m];
+                            acc = fmaf(A[k].x, Bv.x, acc);
+                            acc = fmaf(A[k].y, Bv.y, acc);
+                            acc = fmaf(A[k].z, Bv.z, acc);
+                            v[k * 4 + m] = fmaf(A[k].w, Bv.w, acc);
+                        }
+                    }
+                } else {
+                    float A[4];
+#pragma unroll
+                    for (int k = 0; k < 4; ++k)
+                        A[k] = xs[ra[k] + c];
+#pragma unroll
+                    for (int m = 0; m < 4; ++m) {
+                        const float Bv = xs[rb[m] + c];
+#pragma unroll
+                        for (int k = 0; k < 4; ++k)
+                            v[k * 4 + m] = fmaf(A[k], Bv, v[k * 4 + m]);
+                    }
+                }
+            }
+            for (int w = ds / 2; w > 0; w >>= 1)
+#pragma unroll
+                for (int e = 0; e < 16; ++e)
+                    v[e] += __shfl_xor_sync(0xffffffffu, v[e], w);
+#pragma unroll
+            for (int e = 0; e < 16; ++e) {
+                const int i = bi * 4 + e / 4;
+                const int j = bj * 4 + e % 4;
+                if (valid && e % ds == s && i < F && j < i)
+                    o[i * (i - 1) / 2 + j] = v[e];
+            }
+        }
+    }
+}
+
+// One thread per output: only for samples too large for shared memory.
 __global__ void dot_interaction_plain(
     const float* __restrict__ X, float* __restrict__ out, int64_t B, int F, int D, int P)
 {
@@ -432,6 +533,51 @@ __global__ void dot_interaction_plain(
     out[t] = sum;
 }
 
+int launch_any(const float* x, float* out, int64_t B, int F, int D, int P, cudaStream_t stream)
+{
+    const bool vec = D % 4 == 0 && reinterpret_cast<uintptr_t>(x) % 16 == 0;
+    const int DP = vec ? D + 4 : (D % 2 ? D : D + 1); // padded rows: rows of a tile in other banks
+    const size_t smem = static_cast<size_t>(F) * DP * sizeof(float);
+    if (smem > 96 * 1024) {
+        const int64_t total = B * P;
+        dot_interaction_plain<<<static_cast<unsigned>((total + 255) / 256), 256, 0, stream>>>(x, out, B, F, D, P);
+        return static_cast<int>(cudaGetLastError());
+    }
+    const int nb = (F + 3) / 4;
+    const int ntiles = nb * (nb + 1) / 2;
+    int ds = 1; // lanes per tile: as many as keep the tiles of one round within the block
+    while (ds < 16 && ntiles * ds * 2 <= ANY_THREADS)
+        ds *= 2;
+    static size_t raised = 48 * 1024; // opt-in above 48 KB, once per size
+    if (smem > raised) {
+        cudaError_t e = cudaFuncSetAttribute(dot_interaction_any<4>, cudaFuncAttributeMaxDynamicSharedMemorySize, 96 * 1024);
+        if (e == cudaSuccess)
+            e = cudaFuncSetAttribute(dot_interaction_any<1>, cudaFuncAttributeMaxDynamicSharedMemorySize, 96 * 1024);
+        if (e != cudaSuccess)
+            return static_cast<int>(e);
+        raised = 96 * 1024;
+    }
+    static size_t sized = 0; // blocks resident at once for this much shared memory, once per size
+    static int64_t resident = 0;
+    if (smem * 2 + vec != sized) {
+        int dev = 0, sms = 0, perSM = 0;
+        cudaGetDevice(&dev);
+        cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev);
+        const cudaError_t e = vec ? cudaOccupancyMaxActiveBlocksPerMultiprocessor(&perSM, dot_interaction_any<4>, ANY_THREADS, smem)
+                                  : cudaOccupancyMaxActiveBlocksPerMultiprocessor(&perSM, dot_interaction_any<1>, ANY_THREADS, smem);
+        if (e != cudaSuccess)
+            return static_cast<int>(e);
+        sized = smem * 2 + vec;
+        resident = static_cast<int64_t>(perSM > 0 ? perSM : 1) * sms;
+    }
+    const unsigned blocks = static_cast<unsigned>(B < resident ? B : resident);
+    if (vec)
+        dot_interaction_any<4><<<blocks, ANY_THREADS, smem, stream>>>(x, out, B, F, D, P, DP, ds);
+    else
+        dot_interaction_any<1><<<blocks, ANY_THREADS, smem, stream>>>(x, out, B, F, D, P, DP, ds);
+    return static_cast<int>(cudaGetLastError());
+}
+
 extern "C" int hone_run(const hone_args* a)
 {
     const hone_tensor& X = a->inputs[0];
@@ -447,10 +593,8 @@ extern "C" int hone_run(const hone_args* a)
     float* out = static_cast<float*>(a->outputs[0].data);
     if (s.F > FMAXT || s.D % (SPLITK * 4 * PIECE) != 0 || reinterpret_cast<uintptr_t>(x) % 16 != 0
         || (OSTAGE && s.F * ROWB < s.P * 4)) {
-        const int64_t total = s.B * s.P;
-        dot_interaction_plain<<<static_cast<unsigned>((total + 255) / 256), 256, 0, stream>>>(
-            x, out, s.B, s.F, s.D, s.P);
-        return static_cast<int>(cudaGetLastError());
+        return launch_any(static_cast<const float*>(X.data), static_cast<float*>(a->outputs[0].data), s.B, s.F, s.D, s.P,
+            static_cast<cudaStream_t>(a->stream));
     }
     s.pieces = s.D / SPLITK / (4 * PIECE);
     s.bufBytes = s.F * ROWB;

@@ -1,0 +1,122 @@
+#include "app/session.h"
+
+#include "app/cli_common.h"
+#include "app/cli_errors.h"
+#include "app/kb_source.h"
+#include "app/targets_cli.h"
+#include "backends/local_executor.h"
+#include "backends/spool_executor.h"
+#include "core/warm_start.h"
+#include "knowledge/knowledge_base.h"
+#include "knowledge/skills.h"
+
+#include <cstdlib>
+
+namespace hone::app {
+
+std::string knowledgeBasePath(const std::string& store)
+{
+    const char* env = std::getenv("HONE_KB");
+    return env && *env ? std::string(env) : store;
+}
+
+std::unique_ptr<backends::LocalExecutor> makeLocalExecutor(const SessionConfig& config, int parallel, const std::string& target)
+{
+    backends::LocalExecutorConfig cfg;
+    cfg.workerPath = config.workerPath.empty() ? defaultWorkerPath() : config.workerPath;
+    if (!config.cacheDir.empty())
+        cfg.cacheDir = config.cacheDir;
+    cfg.parallel = std::max(1, parallel);
+    const bool gpu = target == "cuda" || target == "hip";
+    cfg.limits.memoryMiB = config.memoryMiB > 0 ? config.memoryMiB : gpu ? 16384 : 4096;
+    // A GPU driver reserves address space far beyond what it touches; the RSS watch still applies.
+    cfg.limits.addressSpaceLimit = !gpu;
+    return std::make_unique<backends::LocalExecutor>(cfg);
+}
+
+SessionAssembly::SessionAssembly(
+    const SessionConfig& config, core::Store& store, core::RunOptions& opts, const std::string& target)
+    : m_store(store)
+{
+    if (!config.spool.empty()) {
+        if (!config.on.empty())
+            throw CliError(ExitCode::Usage, "--spool and --on both say where to evaluate; pass one of them");
+        m_executor = std::make_unique<backends::SpoolExecutor>(config.spool, config.workersGiven || config.resume ? opts.workers : 16);
+        opts.workers = m_executor->slotCount();
+    } else if (config.on.empty()) {
+        m_executor = makeLocalExecutor(config, opts.workers, target);
+    } else {
+        m_executor = makeTargetExecutor(config.targetsFile, config.on, config.workersGiven ? opts.workers : 0,
+            config.workerPath.empty() ? defaultWorkerPath() : config.workerPath, config.cacheDir);
+        opts.workers = m_executor->slotCount();
+    }
+    m_engine = std::make_unique<core::Engine>(store, *m_executor);
+
+    // Skills: priors from earlier sessions on the same family and arch, and a new skill when this
+    // one beats its baseline by 10%.
+    if (config.skills) {
+        try {
+            m_kb = std::make_unique<knowledge::KnowledgeBase>(
+                config.kbPath.empty() ? knowledgeBasePath(config.store) : config.kbPath);
+        } catch (const std::exception& e) {
+            m_skillsNote = std::string("no skills this run (knowledge base: ") + e.what() + ")";
+        }
+    }
+    if (m_kb)
+        m_engine->setKnobPriorProvider([kb = m_kb.get()](const std::string& family, const std::string& device,
+                                           const std::string& kind, const core::KnobSpace& space) {
+            knowledge::SessionDump where;
+            where.device = device;
+            where.target = kind;
+            return knowledge::priorFor(*kb, family, knowledge::sessionArch(where), space);
+        });
+    // The LLM synthesizer (the key from its environment variable), with the knowledge base
+    // feeding its prompts.
+    if (m_kb && opts.synth == "llm")
+        m_kbSource = std::make_unique<KbKnowledgeSource>(*m_kb);
+    m_llm = attachLlm(*m_engine, opts, config.llm, m_kbSource.get());
+}
+
+SessionAssembly::~SessionAssembly() = default;
+
+core::EngineObserver* SessionAssembly::observers(core::EngineObserver* inner)
+{
+    core::EngineObserver* o = m_llm ? m_llm->observer(inner) : inner;
+    if (m_kbSource)
+        o = m_kbSource->observer(o);
+    return o;
+}
+
+std::vector<std::string> SessionAssembly::afterRun(const core::Report& report, const std::string& family)
+{
+    std::vector<std::string> notes;
+    if (!report.warmStart.empty())
+        notes.push_back("warm start " + std::to_string(report.warmStart.size()) + " node(s) from earlier sessions: "
+            + core::describeWarmStart(report.warmStart, family));
+    for (const auto& note : report.warmStartNotes)
+        notes.push_back("warm start " + note);
+    std::string ops;
+    for (const auto& [name, arm] : report.operators)
+        if (arm.proposed > 0)
+            ops += (ops.empty() ? "" : ", ") + name + " " + std::to_string(arm.proposed) + " ("
+                + std::to_string(arm.improved) + " beat their parent)";
+    if (!ops.empty())
+        notes.push_back("operators  " + report.memoryOp + ": " + ops);
+    if (m_kb && report.progress.session > 0) {
+        if (m_engine->sourcesWithPrior() > 0)
+            notes.push_back("skills     stored skills biased the knob search of "
+                + std::to_string(m_engine->sourcesWithPrior()) + " seed source(s)");
+        try {
+            m_kb->syncOutcomes(m_store, report.progress.session);
+            std::string why;
+            if (auto added = knowledge::writeBackSkill(*m_kb, m_store, report.progress.session, {}, &why))
+                notes.push_back("skills     wrote skill " + added->uid + " (version " + std::to_string(added->version)
+                    + ") to the knowledge base");
+        } catch (const std::exception& e) {
+            notes.push_back(std::string("skills     not written: ") + e.what());
+        }
+    }
+    return notes;
+}
+
+} // namespace hone::app
