@@ -1,5 +1,7 @@
 #include "tensors.h"
 
+#include "hone/draws.h"
+
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
@@ -19,23 +21,8 @@ constexpr uint16_t kPoisonF16 = 0x7E01u;
 constexpr uint16_t kPoisonBF16 = 0x7FC1u;
 constexpr unsigned char kPoisonByte = 0xA5;
 
-uint64_t splitmix64(uint64_t& state)
-{
-    uint64_t z = (state += 0x9E3779B97F4A7C15ull);
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-    return z ^ (z >> 31);
-}
-
-uint64_t fnv1a(const void* data, size_t n, uint64_t h = 0xCBF29CE484222325ull)
-{
-    const auto* p = static_cast<const unsigned char*>(data);
-    for (size_t i = 0; i < n; ++i) {
-        h ^= p[i];
-        h *= 0x100000001B3ull;
-    }
-    return h;
-}
+using hone_draws::fnv1a;
+using hone_draws::splitmix64;
 
 double number(const nlohmann::json& init, const char* key, double fallback)
 {
@@ -333,37 +320,10 @@ uint64_t HostTensor::checksum() const
 
 namespace {
 
-/// Counter-based draws: element i's value depends only on (stream key, i), so any chunk of a
-/// tensor can be generated on its own thread and the result never depends on the split.
-uint64_t hashAt(uint64_t key, uint64_t i)
-{
-    uint64_t s = key ^ (i * 0x9E3779B97F4A7C15ull);
-    return splitmix64(s);
-}
-
-double uniformAt(uint64_t key, uint64_t i)
-{
-    return static_cast<double>(hashAt(key, i) >> 11) * 0x1.0p-53;
-}
-
-double normalAt(uint64_t key, uint64_t i)
-{
-    // Box-Muller on two independent counter draws; u1 in (0, 1].
-    const double u1 = 1.0 - uniformAt(key, 2 * i);
-    const double u2 = uniformAt(key, 2 * i + 1);
-    return std::sqrt(-2.0 * std::log(u1)) * std::cos(2.0 * 3.14159265358979323846 * u2);
-}
-
-__extension__ typedef unsigned __int128 Wide;
-
-int64_t belowAt(uint64_t key, uint64_t i, int64_t n)
-{
-    if (n <= 1)
-        return 0;
-    // 128-bit multiply-shift: bias below 2^-64 * n, far under anything a check can see.
-    const Wide wide = static_cast<Wide>(hashAt(key, i)) * static_cast<uint64_t>(n);
-    return static_cast<int64_t>(wide >> 64);
-}
+// Counter-based draws (hone/draws.h, shared with the exported standalone test).
+using hone_draws::belowAt;
+using hone_draws::normalAt;
+using hone_draws::uniformAt;
 
 } // namespace
 
@@ -517,24 +477,11 @@ void HostTensor::fill(uint64_t seed, const std::string& shapeLabel, size_t tenso
 }
 
 Rng::Rng(uint64_t seed)
+    : m_gen(seed)
 {
-    for (auto& s : m_s)
-        s = splitmix64(seed);
 }
 
-uint64_t Rng::next()
-{
-    auto rotl = [](uint64_t x, int k) { return (x << k) | (x >> (64 - k)); };
-    const uint64_t result = rotl(m_s[1] * 5, 7) * 9;
-    const uint64_t t = m_s[1] << 17;
-    m_s[2] ^= m_s[0];
-    m_s[3] ^= m_s[1];
-    m_s[1] ^= m_s[2];
-    m_s[0] ^= m_s[3];
-    m_s[2] ^= t;
-    m_s[3] = rotl(m_s[3], 45);
-    return result;
-}
+uint64_t Rng::next() { return m_gen.next(); }
 
 double Rng::uniform01()
 {
@@ -558,16 +505,6 @@ double Rng::normal()
     return r * std::cos(theta);
 }
 
-int64_t Rng::below(int64_t n)
-{
-    if (n <= 1)
-        return 0;
-    const auto un = static_cast<uint64_t>(n);
-    const uint64_t limit = std::numeric_limits<uint64_t>::max() - std::numeric_limits<uint64_t>::max() % un;
-    uint64_t x = next();
-    while (x >= limit)
-        x = next();
-    return static_cast<int64_t>(x % un);
-}
+int64_t Rng::below(int64_t n) { return m_gen.below(n); }
 
 } // namespace hone::backends

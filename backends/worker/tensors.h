@@ -1,5 +1,7 @@
 #pragma once
 
+#include "hone/draws.h"
+
 #include <hone/kernel.h>
 
 #include <nlohmann/json.hpp>
@@ -93,7 +95,7 @@ public:
     int64_t below(int64_t n); // [0, n), unbiased
 
 private:
-    uint64_t m_s[4];
+    hone_draws::Xoshiro256 m_gen;
     bool m_haveSpare = false;
     double m_spare = 0;
 };
