@@ -398,7 +398,7 @@ int cmdReplay(const KbOptions& o, const std::string& store)
     if (skills.empty())
         throw std::runtime_error("no skill for family " + dump.family + " on " + arch + " in "
             + base.path().string() + "; distil one first with 'hone kb learn SESSION'");
-    kb::ReplayTable table(dump);
+    kb::NearestReplayTable table(dump);
     std::map<std::string, core::KnobPrior> priors;
     for (const auto& s : table.seeds())
         if (!s.space.empty())

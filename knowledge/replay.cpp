@@ -8,7 +8,7 @@
 
 namespace hone::knowledge {
 
-ReplayTable::ReplayTable(const SessionDump& s)
+NearestReplayTable::NearestReplayTable(const SessionDump& s)
 {
     std::vector<const SessionDump::Node*> seeds;
     for (const auto& n : s.nodes)
@@ -42,13 +42,13 @@ ReplayTable::ReplayTable(const SessionDump& s)
     }
 }
 
-bool ReplayTable::recorded(const std::string& source, const core::KnobValues& knobs) const
+bool NearestReplayTable::recorded(const std::string& source, const core::KnobValues& knobs) const
 {
     return std::any_of(
         m_rows.begin(), m_rows.end(), [&](const Row& r) { return r.source == source && r.knobs == knobs; });
 }
 
-std::pair<bool, double> ReplayTable::result(const std::string& source, const core::KnobValues& knobs) const
+std::pair<bool, double> NearestReplayTable::result(const std::string& source, const core::KnobValues& knobs) const
 {
     const Row* nearest = nullptr;
     size_t nearestDistance = std::numeric_limits<size_t>::max();
@@ -73,7 +73,7 @@ std::pair<bool, double> ReplayTable::result(const std::string& source, const cor
     return { nearest->ok, nearest->speedup };
 }
 
-ReplayRun replaySearch(const ReplayTable& table, const std::map<std::string, core::KnobPrior>& priors,
+ReplayRun replaySearch(const NearestReplayTable& table, const std::map<std::string, core::KnobPrior>& priors,
     uint64_t seed, int budget, double fraction, const core::UctParams& uct)
 {
     core::SearchTree tree;
@@ -157,7 +157,7 @@ double median(std::vector<int> v)
     return v.size() % 2 ? v[m] : 0.5 * (v[m - 1] + v[m]);
 }
 
-ReplayStudy replayStudy(const ReplayTable& table, const std::map<std::string, core::KnobPrior>& priors,
+ReplayStudy replayStudy(const NearestReplayTable& table, const std::map<std::string, core::KnobPrior>& priors,
     const std::vector<uint64_t>& seeds, int budget, double fraction)
 {
     ReplayStudy st;

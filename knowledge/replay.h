@@ -12,13 +12,14 @@
 
 namespace hone::knowledge {
 
-/// A recorded session as a lookup table, so that the knob search can be re-run without a
+/// A recorded session as a nearest-neighbour lookup table (core::ReplayTable draws among
+/// recorded timings instead), so that the knob search can be re-run without a
 /// device: a candidate the session evaluated gets its recorded result; one it did not gets
 /// the result of its nearest recorded neighbour (fewest differing knobs; on a tie the lower
 /// speedup, so the table never invents a better optimum than the one measured).
-class ReplayTable {
+class NearestReplayTable {
 public:
-    explicit ReplayTable(const SessionDump& session);
+    explicit NearestReplayTable(const SessionDump& session);
 
     struct Seed {
         std::string source;
@@ -56,7 +57,7 @@ struct ReplayRun {
 /// Re-runs the engine's selection (UCT + knob synthesizer, one worker, the engine's per-
 /// proposal generator) against the table. `priors` maps a source name to its knob prior.
 /// Reaching the target means a speedup of at least `fraction` times the table's best.
-ReplayRun replaySearch(const ReplayTable& table, const std::map<std::string, core::KnobPrior>& priors,
+ReplayRun replaySearch(const NearestReplayTable& table, const std::map<std::string, core::KnobPrior>& priors,
     uint64_t seed, int budget, double fraction = 0.95, const core::UctParams& uct = {});
 
 struct ReplayStudy {
@@ -69,7 +70,7 @@ struct ReplayStudy {
 };
 
 /// The same seeds with and without the priors.
-ReplayStudy replayStudy(const ReplayTable& table, const std::map<std::string, core::KnobPrior>& priors,
+ReplayStudy replayStudy(const NearestReplayTable& table, const std::map<std::string, core::KnobPrior>& priors,
     const std::vector<uint64_t>& seeds, int budget, double fraction = 0.95);
 
 double median(std::vector<int> values);

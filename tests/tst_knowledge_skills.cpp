@@ -249,7 +249,7 @@ private slots:
         // ... and a later session on the same family and arch reads it back as its prior.
         auto skills = kb.skills(dump.family, skill->arch);
         QCOMPARE(skills.size(), size_t(1));
-        ReplayTable table(dump);
+        NearestReplayTable table(dump);
         QCOMPARE(table.size(), dump.evaluations.size());
         std::map<std::string, core::KnobPrior> priors;
         for (const auto& s : table.seeds())
