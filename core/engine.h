@@ -247,6 +247,7 @@ public:
 
 private:
     struct Pending;
+    class Loop; // engine_loop.cpp
     Report loop(EngineObserver* observer);
     void setup(const RunOptions& options);
 

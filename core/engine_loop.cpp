@@ -1,0 +1,482 @@
+// The search loop of one run or resume (Engine::loop), in named parts: the in-flight window of
+// W proposals, results stored on arrival and applied in proposal order, the proposal itself
+// (requeued, external, grid, knob policy or the tree's knob synthesizer), and the report.
+
+#include "core/engine.h"
+
+#include "core/sha256.h"
+#include "core/store.h"
+#include "core/utf8.h"
+
+#include <chrono>
+#include <cmath>
+#include <deque>
+#include <map>
+#include <thread>
+
+namespace hone::core {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+/// Failures that say something about the candidate itself, so the same candidate on the same
+/// device fails the same way. A crash, timeout or dead worker may be the machine's fault and
+/// is evaluated again next time.
+bool cacheable(const protocol::EvalSummary& s)
+{
+    if (s.ok)
+        return true;
+    static const char* const kinds[] = {"bad_candidate", "compile_error", "runtime_error", "wrong_result", "nan",
+        "partial_write", "input_mutation"};
+    for (const char* k : kinds)
+        if (s.failureKind == k)
+            return true;
+    return false;
+}
+
+double rewardOf(const protocol::EvalSummary& s)
+{
+    return s.ok && s.speedup > 0 ? std::log2(1.0 + s.speedup) : 0.0;
+}
+
+} // namespace
+
+/// The state of one loop: what is in flight, what has arrived and waits for its turn, what has
+/// been applied. Results are applied lazily and in proposal order: proposal k sees exactly the
+/// results of proposals 0..k-W, whatever order the workers finish in.
+class Engine::Loop {
+public:
+    Loop(Engine& engine, EngineObserver* observer);
+    Report run();
+
+private:
+    struct Arrived {
+        NodeId node = 0;
+        protocol::EvalSummary summary;
+        nlohmann::json result;
+        bool fromCache = false;
+    };
+    static constexpr NodeId kBaselineNode = 1;
+
+    void emitProgress();
+    std::string cacheKeyOf(const nlohmann::json& req) const;
+    void storeResult(NodeId id, const std::string& key, const protocol::EvalSummary& s, const nlohmann::json& result,
+        bool fromCache);
+    static protocol::EvalSummary summarizeSafely(const std::string& id, nlohmann::json& result);
+    void screenFor(NodeId id, nlohmann::json& req);
+    std::optional<NodeId> propose();
+    /// Sends a proposed node to the executor, or takes its result from the cache or from the
+    /// synthesizer's rejection (a reply that never became a kernel).
+    void dispatch(NodeId id);
+    void apply(Arrived& a);
+    bool applyNext();
+    void waitForResult();
+    Report finish();
+
+    Engine& e;
+    EngineObserver* m_observer;
+    const int m_window;
+    const Clock::time_point m_started;
+    const bool m_external;
+    Progress m_progress;
+    std::map<NodeId, protocol::EvalSummary> m_summaries;
+    std::map<NodeId, nlohmann::json> m_results;
+    std::deque<NodeId> m_requeue;
+    std::map<std::string, std::pair<int64_t, NodeId>> m_inFlight; // job id -> (k, node)
+    std::map<int64_t, Arrived> m_ready;
+    std::map<NodeId, std::string> m_keys;
+    std::map<NodeId, double> m_screenScale; // per proposed node: see objectiveOf
+    int64_t m_kNext = 0;
+    int64_t m_kApply = 0;
+    std::string m_stopReason;
+    bool m_exhausted = false;
+    bool m_paused = false;
+};
+
+Report Engine::loop(EngineObserver* observer)
+{
+    Loop l(*this, observer);
+    return l.run();
+}
+
+Engine::Loop::Loop(Engine& engine, EngineObserver* observer)
+    : e(engine)
+    , m_observer(observer)
+    , m_window(engine.m_options.workers)
+    , m_started(Clock::now())
+    , m_external(!builtinSynth(engine.m_options.synth))
+{
+    m_progress.session = e.m_session;
+    m_progress.budget = e.m_options.budget;
+    m_progress.evaluations = e.m_alreadyEvaluated;
+    if (auto b = e.m_tree.best()) {
+        m_progress.bestNode = *b;
+        m_progress.bestSpeedup = e.m_tree.node(*b).speedup;
+    }
+    e.m_grid.reset();
+    e.m_knobPolicy.reset();
+    if (m_external)
+        e.beginExternal();
+    for (const auto& ev : e.m_store.evaluations(e.m_session)) {
+        try {
+            m_summaries[ev.nodeId] = protocol::summarize(ev.result);
+            if (m_summaries[ev.nodeId].ok)
+                m_summaries[ev.nodeId].speedup = ev.speedup; // the objective it was stored with
+            m_results[ev.nodeId] = ev.result;
+        } catch (const protocol::ProtocolError&) {
+        }
+    }
+    m_requeue.assign(e.m_requeue.begin(), e.m_requeue.end());
+}
+
+void Engine::Loop::emitProgress()
+{
+    m_progress.inFlight = static_cast<int>(m_inFlight.size());
+    m_progress.elapsedSeconds = std::chrono::duration<double>(Clock::now() - m_started).count();
+    m_progress.evaluationsPerMinute
+        = m_progress.elapsedSeconds > 0 ? m_progress.fresh * 60.0 / m_progress.elapsedSeconds : 0.0;
+    if (m_observer)
+        m_observer->progressChanged(m_progress);
+}
+
+std::string Engine::Loop::cacheKeyOf(const nlohmann::json& req) const
+{
+    nlohmann::json config = req["config"];
+    config.erase("screen_speedup"); // a screened hit is checked against the threshold instead
+    nlohmann::json keyed = {{"problem", e.m_problemHash}, {"candidate", req["candidate"]},
+        {"baseline", req["baseline"]}, {"config", config}, {"device", e.m_device}, {"toolchain", e.m_toolchain}};
+    return sha256Hex(dumpJson(keyed)); // the same bytes as dump() for valid text; never throws
+}
+
+void Engine::Loop::storeResult(NodeId id, const std::string& key, const protocol::EvalSummary& s,
+    const nlohmann::json& result, bool fromCache)
+{
+    EvaluationRecord r;
+    r.nodeId = id;
+    r.cacheKey = cacheable(s) ? key : std::string();
+    r.status = s.ok ? "ok" : "failed";
+    r.failureKind = s.failureKind;
+    r.failureMessage = s.failureMessage;
+    r.medianNs = s.medianNs;
+    r.speedup = s.ok ? s.speedup : 0.0;
+    r.reward = rewardOf(s);
+    r.bound = s.bound;
+    r.device = e.m_device;
+    r.fromCache = fromCache;
+    r.result = result;
+    if (s.ok && !s.shapes.empty()) {
+        const Objective o = objectiveOf(s, e.m_spec->benchWeights, 0);
+        for (size_t i = 0; i < s.shapes.size(); ++i) {
+            const auto& x = s.shapes[i];
+            r.shapes.push_back(ShapeResultRecord {static_cast<int64_t>(x.index), x.label, x.medianNs,
+                x.baselineMedianNs, x.speedup, o.weights[i], x.fracBandwidth, x.fracCompute});
+        }
+        r.screened = s.screened;
+        if (id != 1)
+            r.slowerShapes = o.slowerOn;
+    }
+    e.m_store.insertEvaluation(e.m_session, r);
+}
+
+protocol::EvalSummary Engine::Loop::summarizeSafely(const std::string& id, nlohmann::json& result)
+{
+    try {
+        return protocol::summarize(result);
+    } catch (const protocol::ProtocolError& err) {
+        result = protocol::makeFailure(id, protocol::FailureKind::ProtocolError, "result", err.what());
+        return protocol::summarize(result);
+    }
+}
+
+// Screening (docs/SEARCH.md, "Shape sets"): the other shapes are timed only for a candidate
+// within kScreenFraction of the best full result on the screening shape. Decided from the
+// results applied when the node is proposed, so the tree depends on results alone.
+void Engine::Loop::screenFor(NodeId id, nlohmann::json& req)
+{
+    if (e.m_timingOrder.size() < 2)
+        return;
+    double bestScreen = 0;
+    double scale = 0;
+    for (const auto& [node, s] : m_summaries) {
+        if (!s.ok || s.screened || s.shapes.empty() || !(s.shapes.front().speedup > 0))
+            continue;
+        if (s.shapes.front().speedup > bestScreen) {
+            bestScreen = s.shapes.front().speedup;
+            scale = s.speedup / bestScreen;
+        }
+    }
+    m_screenScale[id] = scale;
+    if (bestScreen > 0)
+        req["config"]["screen_speedup"] = kScreenFraction * bestScreen;
+}
+
+std::optional<NodeId> Engine::Loop::propose()
+{
+    if (!m_requeue.empty()) {
+        NodeId id = m_requeue.front();
+        m_requeue.pop_front();
+        return id;
+    }
+    if (m_external)
+        return e.proposeExternal(m_observer, m_stopReason);
+    if (e.m_options.synth == "grid")
+        return e.proposeGrid(m_observer);
+    if (isKnobPolicy(e.m_options.policy))
+        return e.proposeKnobPolicy(m_observer, m_stopReason);
+    for (int tries = 0; tries < 1000; ++tries) {
+        // One generator per proposal index: resume and replay make the same choice. The
+        // policy draws from its own, so a policy that draws nothing (uct) leaves the
+        // synthesizer's choices as they were.
+        std::mt19937_64 pick(selectionSeed(e.m_options.seed, e.m_nextSeq));
+        bool boosted = false;
+        auto sel = e.selectForExpansion(pick, boosted);
+        if (!sel)
+            return std::nullopt;
+        std::mt19937_64 rng(e.m_options.seed * 0x9E3779B97F4A7C15ull + static_cast<uint64_t>(e.m_nextSeq));
+        auto p = e.m_options.knobOperators ? e.m_synth.propose(e.m_tree, *sel, rng, e.chooseOperator(boosted))
+                                           : e.m_synth.propose(e.m_tree, *sel, rng);
+        if (!p) {
+            e.m_tree.markExhausted(*sel);
+            continue;
+        }
+        // The operator is always inherit without knobOperators.
+        return e.addKnobChild(p->parent, p->sourceHash, p->knobs, p->flags, p->origin, memoryOperatorName(p->op),
+            m_observer);
+    }
+    return std::nullopt;
+}
+
+void Engine::Loop::dispatch(NodeId id)
+{
+    if (m_external) {
+        if (auto failed = e.rejection(id)) {
+            // A reply that never became a kernel: a failed node, no worker involved.
+            int64_t k = m_kNext++;
+            e.m_tree.addVirtualLoss(id);
+            Arrived a;
+            a.node = id;
+            a.result = std::move(*failed);
+            a.summary = summarizeSafely(a.result.value("id", std::string()), a.result);
+            storeResult(id, std::string(), a.summary, a.result, false);
+            m_ready.emplace(k, std::move(a));
+            return;
+        }
+    }
+    nlohmann::json req = e.makeEvalRequest(id);
+    screenFor(id, req);
+    std::string key = cacheKeyOf(req);
+    m_keys[id] = key;
+    int64_t k = m_kNext++;
+    // Every proposed, not yet applied node carries a virtual loss, cached or not, so selection
+    // does not depend on where a result came from.
+    e.m_tree.addVirtualLoss(id);
+    std::optional<EvaluationRecord> hit;
+    if (e.m_options.useCache)
+        hit = e.m_store.cachedEvaluation(key);
+    // A hit screened out under a lower bar than today's is timed again.
+    if (hit && hit->screened && !hit->shapes.empty()
+        && hit->shapes.front().speedup >= req["config"].value("screen_speedup", 0.0))
+        hit.reset();
+    if (hit) {
+        Arrived a;
+        a.node = id;
+        a.result = hit->result;
+        a.summary = summarizeSafely(req["id"], a.result);
+        e.applyObjective(id, a.summary, a.result, m_screenScale[id]);
+        a.fromCache = true;
+        storeResult(id, key, a.summary, a.result, true);
+        m_ready.emplace(k, std::move(a));
+    } else {
+        std::string jobId = req["id"];
+        m_inFlight[jobId] = {k, id};
+        e.m_executor.submit(EvalJob {jobId, std::move(req)});
+    }
+}
+
+void Engine::Loop::apply(Arrived& a)
+{
+    e.m_tree.removeVirtualLoss(a.node);
+    e.m_tree.setResult(a.node, a.summary.ok, a.summary.speedup, a.summary.failureKind);
+    e.m_memory.applied(a.node, a.summary.ok, a.summary.speedup, e.m_tree.node(e.m_tree.node(a.node).parent).speedup);
+    e.noteOutcome(a.node, a.summary, a.result);
+    m_summaries[a.node] = a.summary;
+    m_results[a.node] = a.result;
+    ++m_progress.evaluations;
+    if (a.fromCache)
+        ++m_progress.cacheHits;
+    if (!a.summary.ok)
+        ++m_progress.failures;
+    if (a.summary.ok && a.summary.speedup > m_progress.bestSpeedup) {
+        m_progress.bestSpeedup = a.summary.speedup;
+        m_progress.bestNode = a.node;
+    }
+    if (m_observer) {
+        m_observer->nodeEvaluated(e.m_tree.node(a.node), a.summary);
+        m_observer->nodeResult(e.m_tree.node(a.node), a.result);
+    }
+    // Node 1 is the baseline seed, unless the baseline is the PyTorch reference (never a node).
+    if (a.node == kBaselineNode && e.m_baselineCandidate.value("lang", std::string()) != "python" && !a.summary.ok
+        && m_stopReason.empty())
+        m_stopReason = "baseline seed failed (" + a.summary.failureKind + "): " + a.summary.failureMessage;
+    if (m_stopReason.empty() && e.m_options.targetSpeedup > 0 && m_progress.bestSpeedup >= e.m_options.targetSpeedup)
+        m_stopReason = "target speedup " + std::to_string(e.m_options.targetSpeedup) + "x reached";
+    // The memory policy counts the stall (rebuilt on resume): the same rule as before.
+    if (m_stopReason.empty() && e.m_options.stall > 0 && e.m_memory.sinceGain() >= e.m_options.stall)
+        m_stopReason = "stalled: no 1% gain in " + std::to_string(e.m_options.stall) + " evaluations";
+    emitProgress();
+}
+
+bool Engine::Loop::applyNext()
+{
+    auto it = m_ready.find(m_kApply);
+    if (it == m_ready.end())
+        return false;
+    apply(it->second);
+    m_ready.erase(it);
+    ++m_kApply;
+    return true;
+}
+
+void Engine::Loop::waitForResult()
+{
+    auto done = e.m_executor.next(std::chrono::milliseconds(200));
+    if (!done) {
+        emitProgress();
+        return;
+    }
+    auto f = m_inFlight.find(done->id);
+    if (f == m_inFlight.end())
+        return; // a stale reply for a job we no longer track
+    auto [k, node] = f->second;
+    m_inFlight.erase(f);
+    Arrived a;
+    a.node = node;
+    a.result = std::move(done->result);
+    a.summary = summarizeSafely(done->id, a.result);
+    e.applyObjective(node, a.summary, a.result, m_screenScale[node]);
+    ++m_progress.fresh;
+    // Stored on arrival, applied in proposal order: a kill loses only what is in flight.
+    storeResult(node, m_keys[node], a.summary, a.result, false);
+    m_ready.emplace(k, std::move(a));
+}
+
+Report Engine::Loop::run()
+{
+    const int W = m_window;
+    while (true) {
+        if (e.m_stopRequested && m_stopReason.empty())
+            m_stopReason = "stopped by request";
+        if (m_stopReason.empty() && e.m_options.timeLimitSeconds > 0
+            && std::chrono::duration<double>(Clock::now() - m_started).count() >= e.m_options.timeLimitSeconds)
+            m_stopReason
+                = "time limit of " + std::to_string(static_cast<int>(e.m_options.timeLimitSeconds)) + " s reached";
+
+        // Results the next proposal must see.
+        while (m_kApply <= m_kNext - W && applyNext()) {
+        }
+        // Steering commands posted so far, including from the observer of those results.
+        e.applySteering(m_observer, m_requeue, m_paused, m_exhausted, m_stopReason);
+        const bool budgetLeft = e.m_alreadyEvaluated + m_kNext < e.m_options.budget;
+        if (m_paused && m_stopReason.empty() && !m_exhausted && budgetLeft) {
+            // Paused: apply what arrives, propose nothing, keep listening for commands.
+            while (applyNext()) {
+            }
+            if (m_kApply == m_kNext) {
+                emitProgress();
+                std::this_thread::sleep_for(std::chrono::milliseconds(50));
+            } else {
+                waitForResult();
+            }
+            continue;
+        }
+        const bool proposing = m_stopReason.empty() && !m_exhausted && budgetLeft;
+        if (proposing && m_kApply > m_kNext - W) {
+            if (auto id = propose()) {
+                dispatch(*id);
+                continue;
+            }
+            // Nothing can be expanded with what is applied so far: apply the next result (in
+            // order) and try again; with nothing outstanding the space is exhausted.
+            if (m_kApply == m_kNext) {
+                m_exhausted = true;
+                continue;
+            }
+            if (!applyNext())
+                waitForResult();
+            continue;
+        }
+        if (!proposing) {
+            // No more proposals: drain everything, still in order.
+            while (applyNext()) {
+            }
+            if (m_kApply == m_kNext) {
+                if (m_stopReason.empty())
+                    m_stopReason = !m_exhausted
+                        ? "budget of " + std::to_string(e.m_options.budget) + " evaluations spent"
+                        : e.m_grid ? "sweep complete: every admissible assignment of the seeds evaluated ("
+                                + std::to_string(e.m_grid->size()) + ")"
+                                   : "search space exhausted";
+                break;
+            }
+        }
+        waitForResult();
+    }
+    return finish();
+}
+
+Report Engine::Loop::finish()
+{
+    const std::string status = m_stopReason.rfind("baseline seed failed", 0) == 0 || !e.m_error.empty()
+        ? "failed"
+        : (e.m_stopRequested ? "stopped" : "finished");
+    e.m_store.setSessionStatus(e.m_session, status, m_stopReason);
+    emitProgress();
+
+    Report report;
+    report.progress = m_progress;
+    report.stopReason = m_stopReason;
+    report.error = e.m_error;
+    report.device = e.m_device;
+    report.memoryOp = e.m_memory.name();
+    for (MemoryOperator op : {MemoryOperator::Inherit, MemoryOperator::Compare, MemoryOperator::Combine,
+             MemoryOperator::Restart})
+        report.operators.emplace_back(memoryOperatorName(op), e.m_memory.arm(op));
+    report.warmStart = e.m_warmStart;
+    report.warmStartNotes = e.m_warmStartNotes;
+    // The best is named only after a fresh worker with new seeds agrees (engine_reverify.cpp).
+    if (status == "failed" || !e.m_tree.best()) {
+        report.best = e.m_tree.best();
+        if (report.best)
+            report.reverifyNote = "not re-verified: the session failed";
+    } else {
+        e.reverifyBest(report);
+    }
+    if (auto bl = m_summaries.find(kBaselineNode); bl != m_summaries.end())
+        report.baselineMedianNs = bl->second.medianNs;
+    if (report.best) {
+        const Node& b = e.m_tree.node(*report.best);
+        report.bestSource = b.sourceName;
+        report.bestKnobs = b.knobs;
+        report.bestFlags = b.flags;
+        report.bestSpeedup = b.speedup;
+        if (auto s = m_summaries.find(*report.best); s != m_summaries.end()) {
+            report.bestMedianNs = s->second.medianNs;
+            report.bound = s->second.bound;
+            report.evidence = s->second.evidence;
+            report.fracBandwidth = s->second.fracBandwidth;
+            report.fracCompute = s->second.fracCompute;
+            if (s->second.baselineMedianNs > 0)
+                report.baselineMedianNs = s->second.baselineMedianNs;
+            if (!s->second.shapes.empty()) {
+                const Objective o = objectiveOf(s->second, e.m_spec->benchWeights, 0);
+                report.bestShapes = s->second.shapes;
+                report.bestShapeWeights = o.weights;
+                if (*report.best != kBaselineNode)
+                    report.bestSlowerOn = o.slowerOn;
+            }
+        }
+    }
+    return report;
+}
+
+} // namespace hone::core
