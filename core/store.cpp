@@ -1,5 +1,7 @@
 #include "core/store.h"
 
+#include "core/sqlite_stmt.h"
+
 #include "core/problem_spec.h"
 #include "core/sha256.h"
 #include "core/utf8.h"
@@ -13,89 +15,13 @@
 namespace hone::core {
 namespace {
 
-/// A prepared statement that finalizes itself; binds by 1-based index.
-class Stmt {
+/// A prepared statement of the store (core/sqlite_stmt.h).
+class Stmt : public sqlite::Statement<StoreError> {
 public:
     Stmt(sqlite3* db, const char* sql)
-        : m_db(db)
+        : Statement(db, sql, "store")
     {
-        if (sqlite3_prepare_v2(db, sql, -1, &m_stmt, nullptr) != SQLITE_OK)
-            throw StoreError(std::string("store: cannot prepare statement: ") + sqlite3_errmsg(db));
     }
-    ~Stmt() { sqlite3_finalize(m_stmt); }
-    Stmt(const Stmt&) = delete;
-    Stmt& operator=(const Stmt&) = delete;
-
-    /// Text is stored as valid UTF-8: compiler logs, candidate output and model replies may hold
-    /// any bytes, and one invalid byte would make the row unreadable as JSON later.
-    Stmt& bind(int i, const std::string& v) { return bindBytes(i, validUtf8(v)); }
-    /// Exactly these bytes (content-addressed source text, whose hash must match).
-    Stmt& bindBytes(int i, const std::string& v)
-    {
-        sqlite3_bind_text(m_stmt, i, v.data(), static_cast<int>(v.size()), SQLITE_TRANSIENT);
-        return *this;
-    }
-    Stmt& bindJson(int i, const nlohmann::json& v) { return bindBytes(i, dumpJson(v)); }
-    Stmt& bind(int i, int64_t v)
-    {
-        sqlite3_bind_int64(m_stmt, i, v);
-        return *this;
-    }
-    Stmt& bind(int i, double v)
-    {
-        sqlite3_bind_double(m_stmt, i, v);
-        return *this;
-    }
-    Stmt& bindNull(int i)
-    {
-        sqlite3_bind_null(m_stmt, i);
-        return *this;
-    }
-
-    /// True while there is a row. Retries briefly when another process holds the lock.
-    bool step()
-    {
-        for (int attempt = 0;; ++attempt) {
-            int rc = sqlite3_step(m_stmt);
-            if (rc == SQLITE_ROW)
-                return true;
-            if (rc == SQLITE_DONE)
-                return false;
-            if ((rc == SQLITE_BUSY || rc == SQLITE_LOCKED) && attempt < 200) {
-                sqlite3_reset(m_stmt);
-                std::this_thread::sleep_for(std::chrono::milliseconds(25));
-                continue;
-            }
-            throw StoreError(std::string("store: ") + sqlite3_errmsg(m_db));
-        }
-    }
-    void run()
-    {
-        while (step()) {
-        }
-    }
-
-    /// Valid UTF-8 also from a store written before text was sanitized.
-    std::string text(int col) const { return validUtf8(bytes(col)); }
-    std::string bytes(int col) const
-    {
-        auto* p = sqlite3_column_text(m_stmt, col);
-        return p ? std::string(reinterpret_cast<const char*>(p), static_cast<size_t>(sqlite3_column_bytes(m_stmt, col)))
-                 : std::string();
-    }
-    int64_t integer(int col) const { return sqlite3_column_int64(m_stmt, col); }
-    double real(int col) const { return sqlite3_column_double(m_stmt, col); }
-    nlohmann::json json(int col) const
-    {
-        std::string t = text(col);
-        if (t.empty())
-            return nullptr;
-        return nlohmann::json::parse(t, nullptr, false);
-    }
-
-private:
-    sqlite3* m_db;
-    sqlite3_stmt* m_stmt = nullptr;
 };
 
 // Each entry moves the schema from version i to i+1. Never edit a shipped entry: add one.
