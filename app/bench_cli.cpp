@@ -6,6 +6,7 @@
 #include "core/engine.h"
 #include "core/problem_spec.h"
 #include "core/protocol.h"
+#include "core/resources.h"
 #include "core/store.h"
 
 #include <unistd.h>
@@ -21,10 +22,6 @@
 #include <map>
 #include <optional>
 #include <sstream>
-
-#ifndef HONE_SOURCE_DIR
-#define HONE_SOURCE_DIR ""
-#endif
 
 namespace hone::app {
 namespace fs = std::filesystem;
@@ -62,19 +59,7 @@ std::string capture(const std::string& command, int& status)
 
 std::string torchScript()
 {
-    std::vector<fs::path> candidates;
-    if (const char* r = std::getenv("HONE_RESOURCES"); r && *r)
-        candidates.push_back(fs::path(r) / "bench" / "torch_bench.py");
-    std::error_code ec;
-    const fs::path exe = fs::read_symlink("/proc/self/exe", ec);
-    if (!ec)
-        candidates.push_back(exe.parent_path().parent_path() / "share" / "hone" / "bench" / "torch_bench.py");
-    if (*HONE_SOURCE_DIR)
-        candidates.push_back(fs::path(HONE_SOURCE_DIR) / "resources" / "bench" / "torch_bench.py");
-    for (const auto& c : candidates)
-        if (fs::exists(c, ec))
-            return c.string();
-    return {};
+    return core::findResource("bench/torch_bench.py").string();
 }
 
 std::string shapeText(const core::ProblemSpec& spec, size_t index = 0)
@@ -246,7 +231,7 @@ int runBench(const BenchOptions& o, const std::string& storePath, const Executor
     } else if (o.target == "hip") {
         torchWhy = "skipped (torch_bench.py times CUDA only)";
     } else if (script.empty()) {
-        torchWhy = "torch_bench.py not found (set HONE_RESOURCES to the resources folder)";
+        torchWhy = core::describeResourceSearch("bench/torch_bench.py");
     } else {
         int st = 0;
         const std::string v = capture("python3 -c 'import torch,sys; print(torch.__version__); "
@@ -390,6 +375,7 @@ int runBench(const BenchOptions& o, const std::string& storePath, const Executor
     if (final)
         std::cout << md.str() << "\nwritten: " << (out / "bench.json").string() << ", " << (out / "bench.md").string() << "\n";
     };
+    bool nonePassed = false; // a problem whose search found no passing candidate
     for (const auto& dir : dirs) {
         core::ProblemSpec spec;
         try {
@@ -433,6 +419,7 @@ int runBench(const BenchOptions& o, const std::string& storePath, const Executor
             continue;
         }
         device = r.device;
+        nonePassed = nonePassed || !r.best;
         const auto& p = r.progress;
         row.update({ { "session", p.session }, { "target", target }, { "device", r.device },
             { "evaluations", p.evaluations }, { "failures", p.failures }, { "elapsed_s", p.elapsedSeconds },
@@ -610,8 +597,8 @@ int runBench(const BenchOptions& o, const std::string& storePath, const Executor
     writeTables(true);
     for (const auto& row : rows)
         if (row.contains("error"))
-            return toInt(ExitCode::Failed);
-    return toInt(ExitCode::Ok);
+            return toInt(ExitCode::Failed); // its row and the log above say what
+    return toInt(nonePassed ? ExitCode::NoPassingCandidate : ExitCode::Ok);
 }
 
 } // namespace hone::app

@@ -98,7 +98,7 @@ int runDeploy(const TargetsCliOptions& opts, const std::string& file, const std:
         return 0;
     } catch (const backends::DeployError& e) {
         std::fprintf(stderr, "hone: %s\n", e.what());
-        return toInt(ExitCode::Environment);
+        return toInt(e.unreachable ? ExitCode::TargetUnreachable : ExitCode::Environment);
     }
 }
 
@@ -147,6 +147,7 @@ int runTargets(const TargetsCliOptions& opts, const std::string& localWorker)
     const backends::TargetHealthFile healthFile(backends::defaultHealthPath());
     const auto stored = loadHealth(healthFile);
     int bad = 0;
+    int unreachable = 0; // of the bad ones, those ssh or Slurm could not reach
     for (const auto& t : chosen) {
         nlohmann::json row = {{"target", t.name}, {"executor", t.executor}};
         const bool remote = t.executor != "local";
@@ -221,6 +222,7 @@ int runTargets(const TargetsCliOptions& opts, const std::string& localWorker)
             }
         } catch (const std::exception& e) {
             ++bad;
+            unreachable += dynamic_cast<const backends::TargetUnreachable*>(&e) ? 1 : 0;
             row.update({{"ok", false}, {"error", e.what()}});
             if (opts.json)
                 std::cout << core::dumpJson(row) << "\n";
@@ -231,7 +233,8 @@ int runTargets(const TargetsCliOptions& opts, const std::string& localWorker)
             std::printf("%-16s         health before this check: %s\n", "", healthLine.c_str());
         std::fflush(stdout);
     }
-    return toInt(bad ? ExitCode::Environment : ExitCode::Ok);
+    // One unreachable target decides the status: reaching it again needs no change to Hone.
+    return toInt(unreachable ? ExitCode::TargetUnreachable : bad ? ExitCode::Environment : ExitCode::Ok);
 }
 
 std::unique_ptr<core::Executor> makeTargetExecutor(const std::string& file, const std::string& names, int parallel,
