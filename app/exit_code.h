@@ -9,7 +9,7 @@ namespace hone::app {
 /// Scripts may rely on these; add a code rather than reuse one.
 enum class ExitCode : int {
     Ok = 0, ///< done (run, resume, bench: a candidate passed; eval: the candidate passed)
-    NoPassingCandidate = 1, ///< the search ran and no candidate passed the checks (run, resume, bench)
+    NoPassingCandidate = 1, ///< no candidate passed the checks (run, resume; bench: on no problem)
     Usage = 2, ///< the command line is wrong: unknown command or option, bad value, missing argument
     Input = 3, ///< an input is missing or invalid: problem, store, session, candidate or other file
     Environment = 4, ///< something local Hone needs is unavailable: worker, compiler, device, LLM endpoint
@@ -33,7 +33,7 @@ inline constexpr ExitCodeDoc kExitCodes[] = {
         "passed)" },
     { ExitCode::NoPassingCandidate,
         "no passing candidate: the search ran and no candidate passed the checks (run, resume; bench: "
-        "for some problem)" },
+        "on no problem of the suite)" },
     { ExitCode::Usage,
         "usage error: unknown command or option, a value of the wrong type, a missing argument" },
     { ExitCode::Input,

@@ -119,7 +119,7 @@ CLI::App* addTargetsCommand(CLI::App& app, TargetsCliOptions& opts)
     opts.deploy = targets->add_subcommand("deploy",
         "build hone-worker on the target from this source tree, check it and install it in PREFIX/bin");
     opts.deploy->add_option("target", opts.deployTarget, "the ssh or slurm target")->required();
-    opts.deploy->add_option("--from", opts.deployFrom, "Hone source tree (default: the one this hone was built from)");
+    opts.deploy->add_option("--from", opts.deployFrom, "Hone source tree (default: the source tree of a build tree's resources; an installed hone needs --from)");
     opts.deploy->add_option("--prefix", opts.deployPrefix,
         "install prefix on the target (default ~/.local/hone; Slurm: on a filesystem the nodes share)");
     opts.deploy->add_option("--build-with", opts.deployBuildWith, "auto (cmake >= 3.25, else c++), cmake or c++")

@@ -333,6 +333,11 @@ private slots:
         QCOMPARE(r.code, hone::app::toInt(ExitCode::TargetUnreachable));
         QVERIFY2(r.out.contains(QStringLiteral("nowhere")) && r.out.contains(QStringLiteral("FAILED")),
             qPrintable(r.out + r.err));
+        // Deploy without --from: the worker's sources come from the tree above the resources
+        // folder (core/resources.h), and ssh's status 255 at the probe is unreachable too.
+        Cli deploy = runHone({ "--targets", targets.fileName(), "targets", "deploy", "nowhere" }, env);
+        QCOMPARE(deploy.code, hone::app::toInt(ExitCode::TargetUnreachable));
+        QVERIFY2(deploy.err.contains(QStringLiteral("failed at step 'probe'")), qPrintable(deploy.out + deploy.err));
     }
 
     void exitCodeTableIsInTheDocs()

@@ -67,7 +67,17 @@ cat "$scratch/eval.log"
 [ "$rc" = 0 ] || fail "hone eval from the installed tree exited $rc"
 grep -q '^correct ' "$scratch/eval.log" || fail "hone eval did not report the checks"
 grep -q 'speedup' "$scratch/eval.log" || fail "hone eval did not time the candidate"
-zcat "$root/usr/share/man/man1/hone.1.gz" | grep -q '^.TH HONE 1' || fail "hone.1.gz is not hone's man page"
+man_head=$(zcat "$root/usr/share/man/man1/hone.1.gz" | head -n 5)
+grep -q '^.TH HONE 1' <<<"$man_head" || fail "hone.1.gz is not hone's man page"
+# The desktop entry and the AppStream metadata, where their validators are installed.
+for f in "$root"/usr/share/applications/*.desktop; do
+  [ -e "$f" ] || continue
+  if command -v desktop-file-validate >/dev/null; then desktop-file-validate "$f" || fail "invalid $f"; fi
+done
+for f in "$root"/usr/share/metainfo/*.xml; do
+  [ -e "$f" ] || continue
+  if command -v appstreamcli >/dev/null; then appstreamcli validate --no-net "$f" || fail "invalid $f"; fi
+done
 
 # 4. lintian: warnings are listed, errors fail the test.
 lintian --tag-display-limit 0 "$main" "$demo" >"$scratch/lintian.log" 2>&1 || true
