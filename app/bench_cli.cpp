@@ -7,6 +7,7 @@
 #include "core/export_portfolio.h"
 #include "core/problem_spec.h"
 #include "core/protocol.h"
+#include "core/resources.h"
 #include "core/store.h"
 
 #include <unistd.h>
@@ -22,10 +23,6 @@
 #include <map>
 #include <optional>
 #include <sstream>
-
-#ifndef HONE_SOURCE_DIR
-#define HONE_SOURCE_DIR ""
-#endif
 
 namespace hone::app {
 namespace fs = std::filesystem;
@@ -63,19 +60,7 @@ std::string capture(const std::string& command, int& status)
 
 std::string torchScript()
 {
-    std::vector<fs::path> candidates;
-    if (const char* r = std::getenv("HONE_RESOURCES"); r && *r)
-        candidates.push_back(fs::path(r) / "bench" / "torch_bench.py");
-    std::error_code ec;
-    const fs::path exe = fs::read_symlink("/proc/self/exe", ec);
-    if (!ec)
-        candidates.push_back(exe.parent_path().parent_path() / "share" / "hone" / "bench" / "torch_bench.py");
-    if (*HONE_SOURCE_DIR)
-        candidates.push_back(fs::path(HONE_SOURCE_DIR) / "resources" / "bench" / "torch_bench.py");
-    for (const auto& c : candidates)
-        if (fs::exists(c, ec))
-            return c.string();
-    return {};
+    return core::findResource("bench/torch_bench.py").string();
 }
 
 std::string shapeText(const core::ProblemSpec& spec, size_t index = 0)
@@ -247,7 +232,7 @@ int runBench(const BenchOptions& o, const std::string& storePath, const Executor
     } else if (o.target == "hip") {
         torchWhy = "skipped (torch_bench.py times CUDA only)";
     } else if (script.empty()) {
-        torchWhy = "torch_bench.py not found (set HONE_RESOURCES to the resources folder)";
+        torchWhy = core::describeResourceSearch("bench/torch_bench.py");
     } else {
         int st = 0;
         const std::string v = capture("python3 -c 'import torch,sys; print(torch.__version__); "
@@ -396,6 +381,7 @@ int runBench(const BenchOptions& o, const std::string& storePath, const Executor
     if (final)
         std::cout << md.str() << "\nwritten: " << (out / "bench.json").string() << ", " << (out / "bench.md").string() << "\n";
     };
+    int searched = 0, passed = 0; // problems searched, and those whose search found a passing candidate
     for (const auto& dir : dirs) {
         core::ProblemSpec spec;
         try {
@@ -439,6 +425,8 @@ int runBench(const BenchOptions& o, const std::string& storePath, const Executor
             continue;
         }
         device = r.device;
+        ++searched;
+        passed += r.best ? 1 : 0;
         const auto& p = r.progress;
         row.update({ { "session", p.session }, { "target", target }, { "device", r.device },
             { "evaluations", p.evaluations }, { "failures", p.failures }, { "elapsed_s", p.elapsedSeconds },
@@ -635,8 +623,10 @@ int runBench(const BenchOptions& o, const std::string& storePath, const Executor
     writeTables(true);
     for (const auto& row : rows)
         if (row.contains("error"))
-            return toInt(ExitCode::Failed);
-    return toInt(ExitCode::Ok);
+            return toInt(ExitCode::Failed); // its row and the log above say what
+    // A suite where some problems found nothing is a result (the table's correctness rate says
+    // how many); one where none did is "no passing candidate".
+    return toInt(searched > 0 && passed == 0 ? ExitCode::NoPassingCandidate : ExitCode::Ok);
 }
 
 } // namespace hone::app

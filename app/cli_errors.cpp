@@ -1,6 +1,7 @@
 #include "app/cli_errors.h"
 
 #include "backends/deploy.h"
+#include "backends/remote_executor.h"
 #include "backends/spool_executor.h"
 #include "backends/targets.h"
 #include "core/export_bundle.h"
@@ -35,6 +36,10 @@ ExitCode exitCodeOf(const std::exception& e)
         || dynamic_cast<const backends::TargetsError*>(&e) || dynamic_cast<const knowledge::IngestError*>(&e)
         || dynamic_cast<const knowledge::KbError*>(&e))
         return ExitCode::Input;
+    if (const auto* d = dynamic_cast<const backends::DeployError*>(&e); d && d->unreachable)
+        return ExitCode::TargetUnreachable;
+    if (dynamic_cast<const backends::TargetUnreachable*>(&e))
+        return ExitCode::TargetUnreachable;
     if (dynamic_cast<const backends::DeployError*>(&e)
         || dynamic_cast<const core::protocol::ProtocolError*>(&e)
         || dynamic_cast<const core::SynthError*>(&e))

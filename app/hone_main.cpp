@@ -21,6 +21,7 @@
 #include "core/knobs.h"
 #include "core/problem_spec.h"
 #include "core/protocol.h"
+#include "core/resources.h"
 #include "core/store.h"
 #include "knowledge/knowledge_base.h"
 #include "knowledge/skills.h"
@@ -313,11 +314,13 @@ int cmdRun(const Globals& g, core::RunOptions opts, bool json, std::optional<int
         return app::toInt(app::ExitCode::Interrupted);
     if (report.best)
         return app::toInt(app::ExitCode::Ok);
-    // A baseline the worker could not even try says nothing about the code: no compiler, no device.
+    // A baseline the worker could not even try says nothing about the code: no compiler, no device,
+    // or, on a remote target, every attempt lost to ssh or Slurm.
     for (const char* kind : {"(worker_error)", "(protocol_error)"})
         if (report.stopReason.rfind(std::string("baseline seed failed ") + kind, 0) == 0)
-            return app::toInt(app::ExitCode::Environment);
-    return app::toInt(app::ExitCode::Failed);
+            return app::toInt(!g.on.empty() && std::string(kind) == "(worker_error)" ? app::ExitCode::TargetUnreachable
+                                                                                     : app::ExitCode::Environment);
+    return app::toInt(app::ExitCode::NoPassingCandidate);
 }
 
 int cmdEval(const Globals& g, const std::string& problemDir, const std::string& candidatePath,
@@ -406,7 +409,7 @@ int cmdEval(const Globals& g, const std::string& problemDir, const std::string& 
     if (verdict.ok)
         return app::toInt(app::ExitCode::Ok);
     const bool environment = verdict.failureKind == "worker_error" || verdict.failureKind == "protocol_error";
-    return app::toInt(environment ? app::ExitCode::Environment : app::ExitCode::Failed);
+    return app::toInt(environment ? app::ExitCode::Environment : app::ExitCode::EvaluationFailed);
 }
 
 } // namespace
@@ -419,9 +422,13 @@ int main(int argc, char** argv)
     app.option_defaults()->always_capture_default();
     app.fallthrough(); // global options may follow the command: hone show --store X
     app.require_subcommand(0, 1); // none: --version, --man, or an error that lists the commands
-    app.set_version_flag("--version",
-        "hone " HONE_VERSION " (worker protocol " + std::to_string(core::protocol::kVersion) + ")",
-        "print the version and the worker protocol version, then exit");
+    app.set_version_flag("--version", [] {
+        // The second line says where this binary finds its resources (core/resources.h).
+        const auto dirs = core::resourceDirs();
+        return "hone " HONE_VERSION " (worker protocol " + std::to_string(core::protocol::kVersion) + ")\nresources "
+            + (dirs.empty() ? std::string("none found (set HONE_RESOURCES to Hone's resources folder)")
+                            : dirs.front().string());
+    }, "print the version, the worker protocol version and the resources folder, then exit");
     bool man = false;
     app.add_flag("--man", man, "print the manual page (roff) and exit");
     Globals g;

@@ -1,6 +1,7 @@
 #include "app/import_cli.h"
 
 #include "app/exit_code.h"
+#include "core/resources.h"
 
 #include <sys/wait.h>
 #include <unistd.h>
@@ -35,19 +36,7 @@ std::string pythonWithTorch()
 
 std::string resourceFile(const std::string& relative)
 {
-    std::vector<fs::path> candidates;
-    if (const char* r = std::getenv("HONE_RESOURCES"); r && *r)
-        candidates.push_back(fs::path(r) / relative);
-    std::error_code ec;
-    const fs::path exe = fs::read_symlink("/proc/self/exe", ec);
-    if (!ec)
-        candidates.push_back(exe.parent_path().parent_path() / "share" / "hone" / relative);
-    if (*HONE_SOURCE_DIR)
-        candidates.push_back(fs::path(HONE_SOURCE_DIR) / "resources" / relative);
-    for (const auto& c : candidates)
-        if (fs::exists(c, ec))
-            return c.string();
-    return {};
+    return core::findResource(relative).string();
 }
 
 CLI::App* addImportCommand(CLI::App& app, ImportOptions& o)
@@ -66,8 +55,7 @@ int runImport(const ImportOptions& o)
 {
     const std::string script = resourceFile("python/kernelbench_import.py");
     if (script.empty())
-        throw CliError(ExitCode::Environment,
-            "resources/python/kernelbench_import.py not found; set HONE_RESOURCES to the resources folder");
+        throw CliError(ExitCode::Environment, core::describeResourceSearch("python/kernelbench_import.py"));
     for (const auto& p : o.paths)
         if (!fs::exists(p))
             throw CliError(ExitCode::Input, p + ": no such file or folder");

@@ -26,8 +26,7 @@ int runImport(const ImportOptions& options);
 /// The interpreter PyTorch work runs under: $HONE_PYTHON, else /usr/bin/python3, else python3.
 std::string pythonWithTorch();
 
-/// A file under resources/ ($HONE_RESOURCES, then share/hone next to the binary, then the
-/// source tree); "" when it is nowhere.
+/// A file under resources/ as core::findResource finds it; "" when it is nowhere.
 std::string resourceFile(const std::string& relative);
 
 } // namespace hone::app

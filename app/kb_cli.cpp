@@ -310,7 +310,7 @@ int cmdRemove(const KbOptions& o, const std::string& store)
             ++missing;
         }
     }
-    return missing ? 1 : 0;
+    return toInt(missing ? ExitCode::Input : ExitCode::Ok);
 }
 
 int cmdExport(const KbOptions& o, const std::string& store)
@@ -364,7 +364,7 @@ int cmdLearn(const KbOptions& o, const std::string& store)
     auto skill = kb::distillSkill(dump, opt, &why);
     if (!skill) {
         std::printf("no skill: %s\n", why.c_str());
-        return 1;
+        return toInt(ExitCode::Failed);
     }
     kb::KnowledgeBase base(kbPathOf(o, store));
     auto r = base.addSkill(*skill);

@@ -98,7 +98,7 @@ int runDeploy(const TargetsCliOptions& opts, const std::string& file, const std:
         return 0;
     } catch (const backends::DeployError& e) {
         std::fprintf(stderr, "hone: %s\n", e.what());
-        return toInt(ExitCode::Environment);
+        return toInt(e.unreachable ? ExitCode::TargetUnreachable : ExitCode::Environment);
     }
 }
 
@@ -119,7 +119,7 @@ CLI::App* addTargetsCommand(CLI::App& app, TargetsCliOptions& opts)
     opts.deploy = targets->add_subcommand("deploy",
         "build hone-worker on the target from this source tree, check it and install it in PREFIX/bin");
     opts.deploy->add_option("target", opts.deployTarget, "the ssh or slurm target")->required();
-    opts.deploy->add_option("--from", opts.deployFrom, "Hone source tree (default: the one this hone was built from)");
+    opts.deploy->add_option("--from", opts.deployFrom, "Hone source tree (default: the source tree of a build tree's resources; an installed hone needs --from)");
     opts.deploy->add_option("--prefix", opts.deployPrefix,
         "install prefix on the target (default ~/.local/hone; Slurm: on a filesystem the nodes share)");
     opts.deploy->add_option("--build-with", opts.deployBuildWith, "auto (cmake >= 3.25, else c++), cmake or c++")
@@ -147,6 +147,7 @@ int runTargets(const TargetsCliOptions& opts, const std::string& localWorker)
     const backends::TargetHealthFile healthFile(backends::defaultHealthPath());
     const auto stored = loadHealth(healthFile);
     int bad = 0;
+    int unreachable = 0; // of the bad ones, those ssh or Slurm could not reach
     for (const auto& t : chosen) {
         nlohmann::json row = {{"target", t.name}, {"executor", t.executor}};
         const bool remote = t.executor != "local";
@@ -221,6 +222,7 @@ int runTargets(const TargetsCliOptions& opts, const std::string& localWorker)
             }
         } catch (const std::exception& e) {
             ++bad;
+            unreachable += dynamic_cast<const backends::TargetUnreachable*>(&e) ? 1 : 0;
             row.update({{"ok", false}, {"error", e.what()}});
             if (opts.json)
                 std::cout << core::dumpJson(row) << "\n";
@@ -231,7 +233,8 @@ int runTargets(const TargetsCliOptions& opts, const std::string& localWorker)
             std::printf("%-16s         health before this check: %s\n", "", healthLine.c_str());
         std::fflush(stdout);
     }
-    return toInt(bad ? ExitCode::Environment : ExitCode::Ok);
+    // One unreachable target decides the status: reaching it again needs no change to Hone.
+    return toInt(unreachable ? ExitCode::TargetUnreachable : bad ? ExitCode::Environment : ExitCode::Ok);
 }
 
 std::unique_ptr<core::Executor> makeTargetExecutor(const std::string& file, const std::string& names, int parallel,

@@ -22,6 +22,8 @@
 
 #include <cstdio>
 #include <functional>
+#include <memory>
+#include <string>
 
 using namespace hone;
 
@@ -120,16 +122,74 @@ int screenshots(app::MainWindow& w, const QString& dir, const QString& prefix)
     return ok ? 0 : 1;
 }
 
+/// roff text: backslashes and leading dots or quotes escaped, dashes as \-.
+QString roff(QString s)
+{
+    s.replace('\\', QStringLiteral("\\e")).replace('-', QStringLiteral("\\-"));
+    if (s.startsWith('.') || s.startsWith('\''))
+        s.prepend(QStringLiteral("\\&"));
+    return s;
+}
+
+/// The man page, written from the same option definitions as --help (app/CMakeLists.txt
+/// installs it as hone-workbench.1).
+QString manPage(const QCommandLineParser& parser, const QList<QCommandLineOption>& options)
+{
+    QString m;
+    m += QStringLiteral(".TH HONE\\-WORKBENCH 1 \"\" \"hone %1\" \"User Commands\"\n").arg(QStringLiteral(HONE_VERSION));
+    m += QStringLiteral(".SH NAME\nhone\\-workbench \\- ") + roff(parser.applicationDescription()) + '\n';
+    m += QStringLiteral(".SH SYNOPSIS\n.B hone\\-workbench\n[\\fIOPTIONS\\fR] [\\fIPROBLEM\\fR]\n");
+    m += QStringLiteral(".SH DESCRIPTION\nThe desktop workbench of Hone: a live search tree, the inspector, the roofline, "
+                        "steering and the review of the winner. The headless command line is \\fBhone\\fR(1).\n");
+    m += QStringLiteral(".SH OPTIONS\n");
+    for (const QCommandLineOption& o : options) {
+        if (o.flags() & QCommandLineOption::HiddenFromHelp)
+            continue;
+        QString names;
+        for (const QString& n : o.names())
+            names += (names.isEmpty() ? "" : ", ") + QStringLiteral("\\fB") + roff((n.size() == 1 ? "-" : "--") + n)
+                + QStringLiteral("\\fR");
+        if (!o.valueName().isEmpty())
+            names += QStringLiteral(" \\fI") + roff(o.valueName()) + QStringLiteral("\\fR");
+        QString text = o.description();
+        if (!o.defaultValues().isEmpty() && !o.defaultValues().first().isEmpty())
+            text += QStringLiteral(" (default: %1)").arg(o.defaultValues().join(','));
+        m += QStringLiteral(".TP\n") + names + '\n' + roff(text) + '\n';
+    }
+    m += QStringLiteral(".TP\n\\fB\\-h\\fR, \\fB\\-\\-help\\fR\nprint the options and exit\n"
+                        ".TP\n\\fB\\-v\\fR, \\fB\\-\\-version\\fR\nprint the version and exit\n");
+    m += QStringLiteral(".SH ENVIRONMENT\n.TP\n.B HONE_STORE\nthe store when \\fB\\-\\-store\\fR is not given\n"
+                        ".TP\n.B HONE_RESOURCES\nthe resources folder (bundled problems, knowledge corpus)\n");
+    m += QStringLiteral(".SH \"SEE ALSO\"\n\\fBhone\\fR(1), \\fBhone\\-worker\\fR(1)\n");
+    return m;
+}
+
+/// --help, --version and --man need no display: they run under a QCoreApplication.
+bool wantsNoWindow(int argc, char** argv)
+{
+    for (int i = 1; i < argc; ++i) {
+        const std::string a = argv[i];
+        if (a == "-h" || a == "--help" || a == "--help-all" || a == "-v" || a == "--version" || a == "--man")
+            return true;
+    }
+    return false;
+}
+
 } // namespace
 
 int main(int argc, char** argv)
 {
-    QApplication app(argc, argv);
-    QApplication::setApplicationName("hone-workbench");
-    QApplication::setOrganizationName("Hone");
+    std::unique_ptr<QCoreApplication> application = wantsNoWindow(argc, argv)
+        ? std::make_unique<QCoreApplication>(argc, argv)
+        : std::make_unique<QApplication>(argc, argv);
+    QCoreApplication& app = *application;
+    QCoreApplication::setApplicationName("hone-workbench");
+    QCoreApplication::setOrganizationName("Hone");
+    QCoreApplication::setApplicationVersion(QStringLiteral(HONE_VERSION));
     QCommandLineParser parser;
     parser.setApplicationDescription("Hone workbench: watch and steer a kernel search, review and approve the winner.");
     parser.addHelpOption();
+    parser.addVersionOption();
     parser.addPositionalArgument("problem", "a problem folder to put in the launcher (and run with --start)", "[PROBLEM]");
     QCommandLineOption storeOpt("store", "SQLite store (default $HONE_STORE or ~/.local/share/hone/hone.db)", "PATH");
     QCommandLineOption workerOpt("worker", "hone-worker binary (default: next to this one, else PATH)", "PATH");
@@ -145,9 +205,16 @@ int main(int argc, char** argv)
     QCommandLineOption noLayoutOpt("no-saved-layout", "ignore the saved window layout");
     QCommandLineOption targetsOpt("targets", "targets file (default $HONE_TARGETS or ~/.config/hone/targets.toml)", "FILE");
     QCommandLineOption onOpt("on", "evaluate on this target of the targets file (docs/REMOTE.md)", "NAME");
-    parser.addOptions({storeOpt, workerOpt, cacheOpt, startOpt, budgetOpt, workersOpt, openOpt, resumeOpt, exportsOpt,
-        shotsOpt, prefixOpt, noLayoutOpt, targetsOpt, onOpt});
+    QCommandLineOption manOpt("man", "print the manual page (roff) and exit");
+    manOpt.setFlags(QCommandLineOption::HiddenFromHelp);
+    const QList<QCommandLineOption> options {storeOpt, workerOpt, cacheOpt, startOpt, budgetOpt, workersOpt, openOpt,
+        resumeOpt, exportsOpt, shotsOpt, prefixOpt, noLayoutOpt, targetsOpt, onOpt, manOpt};
+    parser.addOptions(options);
     parser.process(app);
+    if (parser.isSet(manOpt)) {
+        std::fputs(manPage(parser, options).toUtf8().constData(), stdout);
+        return 0;
+    }
 
     app::WorkbenchConfig config;
     config.runner.store = parser.isSet(storeOpt) ? std::filesystem::path(parser.value(storeOpt).toStdString())

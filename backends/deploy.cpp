@@ -3,6 +3,7 @@
 #include "backends/remote_executor.h"
 #include "backends/run_command.h"
 #include "core/protocol.h"
+#include "core/resources.h"
 
 #include <cerrno>
 #include <chrono>
@@ -13,9 +14,6 @@
 #include <sstream>
 #include <unistd.h>
 
-#ifndef HONE_DEPLOY_SOURCE_DIR
-#define HONE_DEPLOY_SOURCE_DIR ""
-#endif
 
 namespace hone::backends {
 namespace {
@@ -222,12 +220,15 @@ public:
         const std::string& step, const std::string& script, double timeout, const std::string& fix) const
     {
         CommandResult r = runCommand(shell(script), timeout);
-        if (r.code != 0)
-            throw DeployError(m_t.name, step, describeCommand(script),
+        if (r.code != 0) {
+            DeployError e(m_t.name, step, describeCommand(script),
                 r.timedOut ? "timed out after " + std::to_string(static_cast<int>(timeout)) + " s\n"
                         + lastLines(r.output, 20)
                            : lastLines(r.output, 20),
                 fixFor(r, fix));
+            e.unreachable = unreachable(r);
+            throw e;
+        }
         return r.output;
     }
 
@@ -235,6 +236,12 @@ public:
     {
         std::string s = script.size() > 700 ? script.substr(0, 700) + " ..." : script;
         return (slurm() ? "srun ... -- sh -c " : "ssh " + m_t.host + " -- sh -c ") + shellQuote(s);
+    }
+
+    /// ssh's own failure (status 255) or srun's: the command never ran on the target.
+    bool unreachable(const CommandResult& r) const
+    {
+        return slurm() ? r.output.find("srun: error") != std::string::npos : r.code == 255;
     }
 
     std::string fixFor(const CommandResult& r, const std::string& fix) const
@@ -286,9 +293,13 @@ DeployError::DeployError(const std::string& target, const std::string& stepName,
 
 fs::path defaultWorkerSourceDir()
 {
-    const fs::path dir = HONE_DEPLOY_SOURCE_DIR;
-    if (!dir.empty() && fs::is_regular_file(dir / "backends" / "worker" / "CMakeLists.txt"))
-        return dir;
+    // The source tree whose resources/ this hone uses (a build tree links share/hone to it).
+    for (const fs::path& resources : core::resourceDirs()) {
+        std::error_code ec;
+        const fs::path dir = fs::canonical(resources, ec).parent_path();
+        if (!ec && fs::is_regular_file(dir / "backends" / "worker" / "CMakeLists.txt", ec))
+            return dir;
+    }
     return {};
 }
 

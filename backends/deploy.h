@@ -34,6 +34,7 @@ public:
     DeployError(const std::string& target, const std::string& step, const std::string& command,
         const std::string& outputTail, const std::string& fix);
     std::string step;
+    bool unreachable = false; ///< ssh or srun could not reach the target at all
 };
 
 /// Copies the worker's sources to the target as a tar stream (ssh: over the same connection
@@ -48,7 +49,8 @@ DeployResult deployWorker(const TargetSpec& target, const DeployOptions& options
 /// headers they include and the embedded resources. Throws DeployError when one is missing.
 std::vector<std::string> workerSourceFiles(const std::filesystem::path& sourceDir);
 
-/// The source tree this hone was built from, when it is still there; else empty.
+/// The source tree whose resources/ this hone finds (core::resourceDirs; a build tree links
+/// share/hone to it), when it holds the worker's sources; else empty (an install: pass --from).
 std::filesystem::path defaultWorkerSourceDir();
 
 } // namespace hone::backends

@@ -435,6 +435,10 @@ nlohmann::json RemoteExecutor::hello()
     if (reply.value("type", std::string()) != "hello") {
         std::string why = reply.contains("failure") ? reply["failure"].value("message", std::string()) : reply.dump();
         recordProbe(false, why);
+        // Failures counted as lost to the infrastructure (a dropped or refused connection, a
+        // Slurm job that never started) mean no worker was reached at all.
+        if (m_infraFailures.load() > 0)
+            throw TargetUnreachable("cannot reach " + where() + ": " + why);
         throw std::runtime_error("cannot start a worker on " + where() + ": " + why);
     }
     recordProbe(true, {});

@@ -10,11 +10,19 @@
 #include <deque>
 #include <memory>
 #include <mutex>
+#include <stdexcept>
 #include <string>
 #include <thread>
 #include <vector>
 
 namespace hone::backends {
+
+/// hello() failed because every attempt was lost to ssh or Slurm before a worker answered: the
+/// target is unreachable (`hone` exits with ExitCode::TargetUnreachable), not misconfigured.
+class TargetUnreachable : public std::runtime_error {
+public:
+    using std::runtime_error::runtime_error;
+};
 
 /// Where a remote executor starts its workers (docs/REMOTE.md).
 struct RemoteExecutorConfig {

@@ -2,6 +2,7 @@
 #include "core/export_torch.h"
 
 #include "core/problem_spec.h"
+#include "core/resources.h"
 #include "core/store.h"
 
 #include "hone_prompt_resources.h"
@@ -28,12 +29,6 @@ std::optional<std::string> readText(const fs::path& path)
     std::ostringstream s;
     s << in.rdbuf();
     return s.str();
-}
-
-std::string env(const char* name)
-{
-    const char* v = std::getenv(name);
-    return v ? std::string(v) : std::string();
 }
 
 /// `text` as one shell word.
@@ -256,20 +251,9 @@ std::pair<std::string, std::string> kernelHeader(const ExportOptions& o)
         throw ExportError("the resources folder " + o.resourcesDir.string() + " has no include/hone/kernel.h; "
             "pass Hone's resources folder (resources/ of the source tree or share/hone of an install)");
     }
-    std::vector<fs::path> candidates;
-    if (const std::string r = env("HONE_RESOURCES"); !r.empty())
-        candidates.push_back(fs::path(r) / rel);
-    if (const std::string s = env("HONE_SOURCE_DIR"); !s.empty())
-        candidates.push_back(fs::path(s) / "resources" / rel);
-    std::error_code ec;
-    if (const fs::path exe = fs::read_symlink("/proc/self/exe", ec); !ec)
-        candidates.push_back(exe.parent_path().parent_path() / "share" / "hone" / rel);
-#ifdef HONE_SOURCE_DIR
-    candidates.push_back(fs::path(HONE_SOURCE_DIR) / "resources" / rel);
-#endif
-    for (const auto& p : candidates)
-        if (auto text = readText(p))
-            return {*text, p.string()};
+    for (const auto& dir : resourceDirs())
+        if (auto text = readText(dir / rel))
+            return {*text, (dir / rel).string()};
     return {std::string(embedded::kAbiHeader), "the copy built into hone"};
 }
 

@@ -19,8 +19,8 @@ public:
 };
 
 struct ExportOptions {
-    /// The resources folder that holds include/hone/kernel.h. Empty: $HONE_RESOURCES, then
-    /// $HONE_SOURCE_DIR/resources, then the build's source tree, then the copy compiled into hone.
+    /// The resources folder that holds include/hone/kernel.h. Empty: core::resourceDirs()
+    /// (core/resources.h), then the copy compiled into hone.
     std::filesystem::path resourcesDir;
     /// The review to record in evidence.json ({decision, reviewer, note, ...}); null for none.
     nlohmann::json review;

@@ -12,6 +12,7 @@
 #include <QFile>
 #include <QProcess>
 #include <QRegularExpression>
+#include <QSet>
 #include <QStandardPaths>
 #include <QTemporaryDir>
 #include <QtTest>
@@ -43,6 +44,22 @@ Cli runHone(
 QString problemDir()
 {
     return QStringLiteral(HONE_SOURCE_DIR "/resources/problems/cpu/softmax");
+}
+
+/// A sibling binary of hone (hone-worker, hone-workbench), "" when it was not built.
+QString sibling(const QString& name)
+{
+    const QString path = QFileInfo(qEnvironmentVariable("HONE_CLI")).dir().filePath(name);
+    return QFileInfo(path).isExecutable() ? path : QString();
+}
+
+Cli runBinary(const QString& binary, const QStringList& args)
+{
+    QProcess p;
+    p.start(binary, args);
+    p.waitForFinished(60000);
+    return { p.exitStatus() == QProcess::NormalExit ? p.exitCode() : -1,
+        QString::fromUtf8(p.readAllStandardOutput()), QString::fromUtf8(p.readAllStandardError()) };
 }
 
 /// Runs the bash completion for `line` (the word under the cursor last) and returns its words.
@@ -80,7 +97,68 @@ private slots:
                 qPrintable(r.out));
             QVERIFY2(r.out.contains(QStringLiteral("worker protocol %1").arg(hone::core::protocol::kVersion)),
                 qPrintable(r.out));
+            // Where it finds its resources: in a build tree, build/X/share/hone (linked to the
+            // source tree's resources/), found beside the binary, not through a compiled-in path.
+            const QString share
+                = QFileInfo(qEnvironmentVariable("HONE_CLI")).dir().filePath(QStringLiteral("../share/hone"));
+            QVERIFY2(r.out.contains(QStringLiteral("\nresources ") + QDir::cleanPath(share) + '\n'),
+                qPrintable(r.out));
         }
+        // $HONE_RESOURCES wins.
+        QTemporaryDir tmp;
+        QProcessEnvironment env = QProcessEnvironment::systemEnvironment();
+        env.insert(QStringLiteral("HONE_RESOURCES"), tmp.path());
+        Cli chosen = runHone({ "--version" }, env);
+        QVERIFY2(
+            chosen.out.contains(QStringLiteral("\nresources ") + tmp.path() + '\n'), qPrintable(chosen.out));
+    }
+
+    void everyBinaryPrintsItsVersion()
+    {
+        const QString worker = sibling(QStringLiteral("hone-worker"));
+        QVERIFY(!worker.isEmpty());
+        Cli w = runBinary(worker, { QStringLiteral("--version") });
+        QCOMPARE(w.code, 0);
+        QVERIFY2(QRegularExpression(QStringLiteral("^hone-worker \\d+\\.\\d+\\.\\d+ protocol %1\n$")
+                                        .arg(hone::core::protocol::kVersion))
+                     .match(w.out)
+                     .hasMatch(),
+            qPrintable(w.out));
+        const QString workbench = sibling(QStringLiteral("hone-workbench"));
+        if (workbench.isEmpty())
+            QSKIP("hone-workbench is not built (no Qt Widgets)");
+        // No display needed: --version runs before any window.
+        QProcessEnvironment env = QProcessEnvironment::systemEnvironment();
+        env.remove(QStringLiteral("DISPLAY"));
+        env.remove(QStringLiteral("QT_QPA_PLATFORM"));
+        QProcess p;
+        p.setProcessEnvironment(env);
+        p.start(workbench, { QStringLiteral("--version") });
+        QVERIFY(p.waitForFinished(60000));
+        QCOMPARE(p.exitCode(), 0);
+        QVERIFY2(QRegularExpression(QStringLiteral("^hone-workbench \\d+\\.\\d+\\.\\d+\n$"))
+                     .match(QString::fromUtf8(p.readAllStandardOutput()))
+                     .hasMatch(),
+            p.readAllStandardError().constData());
+    }
+
+    void manPagesOfTheOtherBinaries()
+    {
+        const QString worker = sibling(QStringLiteral("hone-worker"));
+        Cli w = runBinary(worker, { QStringLiteral("--man") });
+        QCOMPARE(w.code, 0);
+        QVERIFY2(w.out.startsWith(QStringLiteral(".TH HONE\\-WORKER 1"))
+                && w.out.contains(QStringLiteral("\\fB\\-\\-cache\\-dir\\fR")),
+            qPrintable(w.out));
+        const QString workbench = sibling(QStringLiteral("hone-workbench"));
+        if (workbench.isEmpty())
+            QSKIP("hone-workbench is not built (no Qt Widgets)");
+        Cli b = runBinary(workbench, { QStringLiteral("--man") });
+        QCOMPARE(b.code, 0);
+        QVERIFY2(b.out.startsWith(QStringLiteral(".TH HONE\\-WORKBENCH 1"))
+                && b.out.contains(QStringLiteral("\\fB\\-\\-budget\\fR \\fIN\\fR"))
+                && b.out.contains(QStringLiteral("(default: 120)")),
+            qPrintable(b.out));
     }
 
     void mistypedWordsGetASuggestion_data()
@@ -179,9 +257,87 @@ private slots:
         QVERIFY2(budgetLine.contains(QStringLiteral("(default: %1)").arg(hone::core::RunOptions {}.budget)),
             qPrintable(run.out));
         const QString policyLine = entry(QStringLiteral("--policy"));
-        QVERIFY2(policyLine.contains(QStringLiteral("{uct,evolutionary,greedy,random,uniform,hillclimb,anneal,genetic,tpe}"))
+        QVERIFY2(policyLine.contains(
+                     QStringLiteral("{uct,evolutionary,greedy,random,uniform,hillclimb,anneal,genetic,tpe}"))
                 && policyLine.contains(QStringLiteral("(default: uct)")),
             qPrintable(policyLine));
+    }
+
+    void exitCodesAreDistinct()
+    {
+        QSet<int> codes;
+        QSet<QString> meanings;
+        for (const auto& e : hone::app::kExitCodes) {
+            codes.insert(hone::app::toInt(e.code));
+            meanings.insert(QString::fromUtf8(e.meaning));
+        }
+        QCOMPARE(codes.size(), int(std::size(hone::app::kExitCodes)));
+        QCOMPARE(meanings.size(), int(std::size(hone::app::kExitCodes)));
+        const QSet<int> apart { hone::app::toInt(ExitCode::NoPassingCandidate),
+            hone::app::toInt(ExitCode::EvaluationFailed), hone::app::toInt(ExitCode::TargetUnreachable),
+            hone::app::toInt(ExitCode::Environment), hone::app::toInt(ExitCode::Input) };
+        QCOMPARE(apart.size(), 5);
+    }
+
+    void aFailedCandidateIsEvaluationFailed()
+    {
+        QTemporaryDir tmp;
+        const QString broken = tmp.filePath(QStringLiteral("broken.cpp"));
+        QFile f(broken);
+        QVERIFY(f.open(QIODevice::WriteOnly));
+        f.write("#include <hone/kernel.h>\nextern \"C\" int hone_run(const hone_args* a) { return "
+                "not_declared; }\n");
+        f.close();
+        Cli r
+            = runHone({ "--cache-dir", tmp.filePath(QStringLiteral("cache")), "eval", problemDir(), broken });
+        QCOMPARE(r.code, hone::app::toInt(ExitCode::EvaluationFailed));
+        QVERIFY2(r.out.contains(QStringLiteral("FAILED     compile_error")), qPrintable(r.out + r.err));
+    }
+
+    void aSearchWithoutAPassingCandidateSaysSo()
+    {
+        // The softmax problem with its seeds broken: the search runs, and nothing passes.
+        QTemporaryDir tmp;
+        const QString problem = tmp.filePath(QStringLiteral("softmax"));
+        QVERIFY(QDir().mkpath(problem + "/seeds"));
+        for (const QString& name : QDir(problemDir()).entryList(QDir::Files))
+            QVERIFY(QFile::copy(problemDir() + '/' + name, problem + '/' + name));
+        for (const QString& name : QDir(problemDir() + "/seeds").entryList(QDir::Files)) {
+            QFile seed(problem + "/seeds/" + name);
+            QVERIFY(seed.open(QIODevice::WriteOnly));
+            seed.write("#include <hone/kernel.h>\nthis does not compile;\n");
+        }
+        Cli r = runHone({ "--store", tmp.filePath(QStringLiteral("s.db")), "--cache-dir",
+            tmp.filePath(QStringLiteral("cache")), "--no-skills", "run", problem, "--budget", "2",
+            "--workers", "1" });
+        QCOMPARE(r.code, hone::app::toInt(ExitCode::NoPassingCandidate));
+        QVERIFY2(r.out.contains(QStringLiteral("best       none")), qPrintable(r.out + r.err));
+    }
+
+    void anUnreachableTargetIsTargetUnreachable()
+    {
+        if (QStandardPaths::findExecutable(QStringLiteral("ssh")).isEmpty())
+            QSKIP("no ssh client");
+        // Port 1 on the loopback refuses at once: ssh exits 255 on every attempt.
+        QTemporaryDir tmp;
+        QFile targets(tmp.filePath(QStringLiteral("targets.toml")));
+        QVERIFY(targets.open(QIODevice::WriteOnly));
+        targets.write(
+            "[targets.nowhere]\nexecutor = \"ssh\"\nhost = \"127.0.0.1\"\nssh_config = \"/dev/null\"\n"
+            "extra_args = [\"-p\", \"1\"]\nretries = 0\n");
+        targets.close();
+        QProcessEnvironment env = QProcessEnvironment::systemEnvironment();
+        env.insert(
+            QStringLiteral("HONE_CACHE_DIR"), tmp.filePath(QStringLiteral("cache"))); // the health file
+        Cli r = runHone({ "--targets", targets.fileName(), "targets", "check", "nowhere" }, env);
+        QCOMPARE(r.code, hone::app::toInt(ExitCode::TargetUnreachable));
+        QVERIFY2(r.out.contains(QStringLiteral("nowhere")) && r.out.contains(QStringLiteral("FAILED")),
+            qPrintable(r.out + r.err));
+        // Deploy without --from: the worker's sources come from the tree above the resources
+        // folder (core/resources.h), and ssh's status 255 at the probe is unreachable too.
+        Cli deploy = runHone({ "--targets", targets.fileName(), "targets", "deploy", "nowhere" }, env);
+        QCOMPARE(deploy.code, hone::app::toInt(ExitCode::TargetUnreachable));
+        QVERIFY2(deploy.err.contains(QStringLiteral("failed at step 'probe'")), qPrintable(deploy.out + deploy.err));
     }
 
     void exitCodeTableIsInTheDocs()
@@ -272,7 +428,8 @@ private slots:
         QVERIFY(bashComplete(r.out, { "hone", "run", "--bud" }).contains(QStringLiteral("--budget")));
         QVERIFY(bashComplete(r.out, { "hone", "--store", "x.db", "show", "--st" })
                     .contains(QStringLiteral("--store")));
-        QCOMPARE(bashComplete(r.out, { "hone", "run", "--policy", "g" }), (QStringList { "greedy", "genetic" }));
+        QCOMPARE(
+            bashComplete(r.out, { "hone", "run", "--policy", "g" }), (QStringList { "greedy", "genetic" }));
         QCOMPARE(bashComplete(r.out, { "hone", "completion", "z" }), QStringList { "zsh" });
     }
 

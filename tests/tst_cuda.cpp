@@ -10,6 +10,7 @@
 #include "core/knobs.h"
 #include "core/problem_spec.h"
 #include "core/protocol.h"
+#include "core/resources.h"
 #include "core/store.h"
 
 #include <gtest/gtest.h>
@@ -204,7 +205,8 @@ TEST(CudaCompile, EveryBundledCudaSeedCompilesAtItsStartingKnobs)
 {
     if (!haveNvcc())
         GTEST_SKIP() << "no nvcc";
-    const fs::path suite = fs::path(HONE_SOURCE_DIR) / "resources" / "problems" / "ads";
+    const fs::path suite = hone::core::findResource("problems/ads"); // as hone finds it (core/resources.h)
+    ASSERT_FALSE(suite.empty()) << hone::core::describeResourceSearch("problems/ads");
     backends::LocalExecutorConfig cfg = config();
     cfg.parallel = 2;
     backends::LocalExecutor exec(cfg);
@@ -249,7 +251,8 @@ TEST(CudaGpu, EveryBundledSeedPassesItsChecksOnManySeeds)
 {
     if (!haveGpu())
         GTEST_SKIP() << noGpuReason();
-    const fs::path suite = fs::path(HONE_SOURCE_DIR) / "resources" / "problems" / "ads";
+    const fs::path suite = hone::core::findResource("problems/ads"); // as hone finds it (core/resources.h)
+    ASSERT_FALSE(suite.empty()) << hone::core::describeResourceSearch("problems/ads");
     backends::LocalExecutorConfig cfg = config();
     cfg.parallel = 8;
     backends::LocalExecutor exec(cfg);

@@ -215,7 +215,7 @@ private slots:
                             QString::fromStdString((problem / "seeds" / "invalid_utf8.cpp").string()), "--json"});
         QVERIFY(eval.waitForFinished(120000));
         const QByteArray err = eval.readAllStandardError();
-        QCOMPARE(eval.exitCode(), 1); // a failed candidate (app/exit_code.h), not a crashed hone
+        QCOMPARE(eval.exitCode(), 7); // ExitCode::EvaluationFailed (app/exit_code.h), not a crashed hone
         const auto result = nlohmann::json::parse(eval.readAllStandardOutput().toStdString(), nullptr, false);
         QVERIFY2(!result.is_discarded(), err.constData());
         QCOMPARE(result["status"].get<std::string>(), std::string("failed"));

@@ -9,6 +9,7 @@
 #include "core/knobs.h"
 #include "core/problem_spec.h"
 #include "core/protocol.h"
+#include "core/resources.h"
 #include "hip_code_object.h"
 
 #include <gtest/gtest.h>
@@ -19,6 +20,7 @@
 #include <fstream>
 #include <map>
 #include <sstream>
+#include <stdexcept>
 
 using namespace hone;
 namespace fs = std::filesystem;
@@ -26,10 +28,13 @@ namespace hip = hone::backends::hip;
 
 namespace {
 
-fs::path sourceDir()
+/// The bundled problems, found as hone finds them (core/resources.h): no source path compiled in.
+fs::path problemsDir()
 {
-    const char* d = std::getenv("HONE_SOURCE_DIR");
-    return d ? fs::path(d) : fs::path(HONE_SOURCE_DIR);
+    const fs::path p = hone::core::findResource("problems");
+    if (p.empty())
+        throw std::runtime_error(hone::core::describeResourceSearch("problems"));
+    return p;
 }
 
 fs::path dataDir()
@@ -116,7 +121,7 @@ std::string failureMessage(const nlohmann::json& r)
 
 fs::path softmaxSeed()
 {
-    return sourceDir() / "resources" / "problems" / "ads" / "softmax" / "seeds" / "wave64.hip";
+    return problemsDir() / "ads" / "softmax" / "seeds" / "wave64.hip";
 }
 
 /// CDNA3's target: gfx942 (MI300X) where hipcc knows it; Debian's ROCm 5.2 (clang 15) predates
@@ -168,7 +173,7 @@ TEST(HipCompile, EveryBundledSeedCompilesForCdna2AndCdna3WithAnalysis)
     std::map<std::string, std::string> archOf;
     std::vector<nlohmann::json> requests;
     int seeds = 0;
-    for (const auto& problem : fs::directory_iterator(sourceDir() / "resources" / "problems" / "ads")) {
+    for (const auto& problem : fs::directory_iterator(problemsDir() / "ads")) {
         for (const auto& file : fs::directory_iterator(problem.path() / "seeds")) {
             if (file.path().extension() != ".hip")
                 continue;
@@ -245,7 +250,7 @@ TEST(HipAnalysis, MatchesFiguresReadByHandFromLlvmReadelf)
     if (!haveHipcc())
         GTEST_SKIP() << "no hipcc";
     const fs::path probe = dataDir() / "hip" / "analysis_probe.hip";
-    const nlohmann::json r = evaluate(request(sourceDir() / "resources" / "problems" / "ads" / "softmax",
+    const nlohmann::json r = evaluate(request(problemsDir() / "ads" / "softmax",
         "analysis_probe.hip", readText(probe), nlohmann::json::object(), "gfx90a"));
     ASSERT_EQ(r.value("status", std::string()), "ok") << failureMessage(r);
     const auto& res = r["compile"]["resources"];

@@ -591,7 +591,7 @@ private slots:
         CliResult show = runHone(withKb(store, { "kb", "show", "tips", "--history" }));
         QVERIFY2(show.out.contains("(removed)") && show.out.contains("retired"), qPrintable(show.out));
         CliResult rmAgain = runHone(withKb(store, { "kb", "rm", "tips" }));
-        QCOMPARE(rmAgain.rc, 1);
+        QCOMPARE(rmAgain.rc, 3); // ExitCode::Input: no such document
         QVERIFY(rmAgain.err.contains("no live document 'tips'"));
 
         fs::path other = root / "other.db";

@@ -1090,7 +1090,7 @@ private slots:
         CliRun r = runCli({"--targets", QString::fromStdString(file), "targets", "deploy", "nowhere", "--from",
                               HONE_SOURCE_DIR},
             m_tmp.path().toStdString() + "/deploy-cache", 120000);
-        QCOMPARE(r.code, 4); // ExitCode::Environment
+        QCOMPARE(r.code, 8); // ExitCode::TargetUnreachable: ssh could not connect
         QVERIFY2(r.err.find("failed at step 'probe'") != std::string::npos, r.err.c_str());
         QVERIFY2(r.err.find("command: ssh 127.0.0.1 -- sh -c ") != std::string::npos, r.err.c_str());
         QVERIFY2(r.err.find("Connection refused") != std::string::npos, r.err.c_str());

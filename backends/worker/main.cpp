@@ -38,6 +38,49 @@ constexpr const char* kUsage = "usage: hone-worker --stdio [--cache-dir DIR] [--
                                "       hone-worker --runner FD   (started by the worker itself)\n"
                                "       hone-worker --version\n";
 
+struct OptionDoc {
+    const char* name;
+    const char* value;
+    const char* help;
+};
+
+/// The options main() parses, for the man page (`hone-worker --man`, installed as hone-worker.1).
+constexpr OptionDoc kOptions[] = {
+    { "--stdio", nullptr, "speak the worker protocol (docs/FORMATS.md) on standard input and output; required" },
+    { "--cache-dir", "DIR", "compile and calibration cache (default $HONE_CACHE_DIR, else ~/.cache/hone)" },
+    { "--no-sandbox", nullptr, "run candidate code without the bubblewrap sandbox (docs/THREAT_MODEL.md)" },
+    { "--profile-once", "REQUEST", "evaluate one request file under a profiler and print the result" },
+    { "--version", nullptr, "print the version and the protocol version, then exit" },
+    { "--help", nullptr, "print the usage and exit" },
+};
+
+/// roff text: backslashes and dashes escaped.
+std::string roff(const std::string& s)
+{
+    std::string out;
+    for (char c : s)
+        out += c == '\\' ? std::string("\\e") : c == '-' ? std::string("\\-") : std::string(1, c);
+    return out;
+}
+
+std::string manPage()
+{
+    std::string m = std::string(".TH HONE\\-WORKER 1 \"\" \"hone ") + HONE_WORKER_VERSION + "\" \"User Commands\"\n"
+        ".SH NAME\nhone\\-worker \\- the isolated evaluation process of Hone\n"
+        ".SH SYNOPSIS\n.B hone\\-worker \\-\\-stdio\n[\\fB\\-\\-cache\\-dir\\fR \\fIDIR\\fR] [\\fB\\-\\-no\\-sandbox\\fR]\n"
+        ".SH DESCRIPTION\n\\fBhone\\-worker\\fR compiles, checks and times candidate kernels for \\fBhone\\fR(1) and "
+        "\\fBhone\\-workbench\\fR(1), which start it; a user does not run it by hand. It reads one JSON request per "
+        "line and answers each (worker protocol " + std::to_string(core::protocol::kVersion) + "). Candidate code "
+        "runs in a child process inside a bubblewrap sandbox with resource limits.\n.SH OPTIONS\n";
+    for (const auto& o : kOptions)
+        m += ".TP\n\\fB" + roff(o.name) + "\\fR" + (o.value ? " \\fI" + roff(o.value) + "\\fR" : std::string()) + "\n"
+            + roff(o.help) + "\n";
+    m += ".SH ENVIRONMENT\n.TP\n.B HONE_CXX\nthe C++ compiler for CPU candidates (default c++)\n"
+         ".TP\n.B HONE_CACHE_DIR\nthe cache folder when \\fB\\-\\-cache\\-dir\\fR is not given\n"
+         ".SH \"SEE ALSO\"\n\\fBhone\\fR(1)\n";
+    return m;
+}
+
 std::filesystem::path defaultCacheDir()
 {
     if (const char* dir = std::getenv("HONE_CACHE_DIR"); dir && *dir)
@@ -368,6 +411,10 @@ int main(int argc, char** argv)
         }
         if (arg == "--help" || arg == "-h") {
             std::fputs(kUsage, stdout);
+            return 0;
+        }
+        if (arg == "--man") {
+            std::fputs(manPage().c_str(), stdout);
             return 0;
         }
         if (arg == "--profile-once" && i + 1 < argc) {
