@@ -245,7 +245,8 @@ void EngineRunner::launch(std::function<core::Report(core::Engine&, core::Engine
             std::unique_ptr<knowledge::KnowledgeBase> kb;
             if (config.skills) {
                 try {
-                    kb = std::make_unique<knowledge::KnowledgeBase>(config.store);
+                    kb = std::make_unique<knowledge::KnowledgeBase>(
+                        config.knowledgeBase.empty() ? config.store : config.knowledgeBase);
                     engine.setKnobPriorProvider([&kb](const std::string& family, const std::string& device,
                                                     const std::string& target, const core::KnobSpace& space) {
                         knowledge::SessionDump where;
@@ -288,12 +289,15 @@ void EngineRunner::launch(std::function<core::Report(core::Engine&, core::Engine
             stopReason = report.stopReason;
             error = report.error;
             if (kb && report.progress.session > 0) {
+                bool changed = false;
                 try {
-                    kb->syncOutcomes(store, report.progress.session);
-                    knowledge::writeBackSkill(*kb, store, report.progress.session, {}, nullptr);
+                    changed = kb->syncOutcomes(store, report.progress.session) > 0;
+                    changed |= knowledge::writeBackSkill(*kb, store, report.progress.session, {}, nullptr).has_value();
                 } catch (const std::exception&) {
                     // Skills are a by-product; the session itself is stored.
                 }
+                std::lock_guard lock(m_mutex);
+                m_pending.knowledgeChanged = changed;
             }
         } catch (const std::exception& e) {
             std::lock_guard lock(m_mutex);
@@ -383,6 +387,8 @@ void EngineRunner::flush()
         batch.sessionAnnounced = m_pending.sessionAnnounced;
         batch.finished = m_pending.finished;
         m_pending.finished.reset();
+        batch.knowledgeChanged = m_pending.knowledgeChanged;
+        m_pending.knowledgeChanged = false;
     }
     if (batch.sessionAnnounced && !m_announced) {
         m_announced = true;
@@ -399,6 +405,8 @@ void EngineRunner::flush()
     }
     for (const auto& s : batch.steering)
         emit steeringApplied(qs(s.command), s.nodeId, qs(s.outcome));
+    if (batch.knowledgeChanged)
+        emit knowledgeChanged();
     if (batch.finished) {
         join();
         m_running = false;
