@@ -7,6 +7,7 @@
 #include "app/cli_errors.h"
 
 #include "core/store.h"
+#include "knowledge/corpus.h"
 #include "knowledge/knowledge_base.h"
 #include "knowledge/replay.h"
 #include "knowledge/skills.h"
@@ -421,6 +422,32 @@ int cmdReplay(const KbOptions& o, const std::string& store)
     return 0;
 }
 
+/// `hone kb init`: the bundled corpus into the knowledge base (what the workbench offers a
+/// fresh store); running it again adds only what changed.
+int cmdInit(const KbOptions& o, const std::string& store)
+{
+    const std::filesystem::path dir = kb::bundledCorpusDir(HONE_SOURCE_DIR);
+    if (dir.empty())
+        throw CliError(ExitCode::Environment,
+            "the bundled knowledge corpus (resources/knowledge) was not found; set HONE_RESOURCES to Hone's "
+            "resources folder");
+    std::vector<kb::SourceDocument> docs;
+    try {
+        docs = kb::readCorpus(dir);
+    } catch (const kb::IngestError& e) {
+        throw CliError(ExitCode::Input, e.what());
+    }
+    kb::KnowledgeBase base(kbPathOf(o, store));
+    const auto results = base.addAll(docs);
+    int counts[4] = { 0, 0, 0, 0 };
+    for (const auto& r : results)
+        ++counts[static_cast<int>(r.status)];
+    std::printf("knowledge base %s: %d added, %d updated, %d unchanged, %d duplicates from %s (%d documents now)\n",
+        base.path().string().c_str(), counts[0], counts[1], counts[2], counts[3], dir.string().c_str(),
+        static_cast<int>(base.documents().size()));
+    return 0;
+}
+
 /// What a command needs of the files: a reading command refuses a missing file rather than
 /// leave an empty database at a mistyped path.
 enum class Access {
@@ -534,6 +561,9 @@ void addKbCommands(CLI::App& app, const std::string& storePath, const bool& crea
     auto* imp = kbApp->add_subcommand("import", "add a bundle's documents (all or nothing)");
     imp->add_option("file", o->file, "bundle file")->required();
     imp->callback(guarded(cmdImport, o, storePath, createFolders, Access::MakesKb));
+
+    auto* init = kbApp->add_subcommand("init", "import the bundled corpus (resources/knowledge) into the base");
+    init->callback(guarded(cmdInit, o, storePath, createFolders, Access::MakesKb));
 
     auto* learn = kbApp->add_subcommand("learn", "distil a skill from a session that beat its baseline");
     learn->add_option("session", o->session, "session id")->required();

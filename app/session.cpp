@@ -107,9 +107,11 @@ std::vector<std::string> SessionAssembly::afterRun(const core::Report& report, c
             notes.push_back("skills     stored skills biased the knob search of "
                 + std::to_string(m_engine->sourcesWithPrior()) + " seed source(s)");
         try {
-            m_kb->syncOutcomes(m_store, report.progress.session);
+            m_knowledgeChanged = m_kb->syncOutcomes(m_store, report.progress.session) > 0;
             std::string why;
-            if (auto added = knowledge::writeBackSkill(*m_kb, m_store, report.progress.session, {}, &why))
+            const auto added = knowledge::writeBackSkill(*m_kb, m_store, report.progress.session, {}, &why);
+            m_knowledgeChanged |= added.has_value();
+            if (added)
                 notes.push_back("skills     wrote skill " + added->uid + " (version " + std::to_string(added->version)
                     + ") to the knowledge base");
         } catch (const std::exception& e) {

@@ -71,6 +71,10 @@ public:
     /// thing done (warm start, operators, skills), for the report.
     std::vector<std::string> afterRun(const core::Report& report, const std::string& family);
 
+    /// Whether afterRun changed the knowledge base (hit outcomes recorded, a skill written), so
+    /// that views of it reload.
+    bool knowledgeChanged() const { return m_knowledgeChanged; }
+
     /// Why there are no skills this run, or empty.
     const std::string& skillsNote() const { return m_skillsNote; }
 
@@ -82,6 +86,7 @@ private:
     std::unique_ptr<KbKnowledgeSource> m_kbSource;
     std::unique_ptr<LlmRun> m_llm;
     std::string m_skillsNote;
+    bool m_knowledgeChanged = false;
 };
 
 } // namespace hone::app

@@ -17,6 +17,7 @@
 #include <QDir>
 #include <QDockWidget>
 #include <QElapsedTimer>
+#include <QScreen>
 #include <QTabWidget>
 #include <QTimer>
 
@@ -90,7 +91,7 @@ int screenshots(app::MainWindow& w, const QString& dir, const QString& prefix)
     settle(300);
     w.treeView()->fitAll();
     settle(400);
-    ok &= save(w.treeView(), dir, prefix + "tree");
+    ok &= save(w.centralWidget(), dir, prefix + "tree"); // the tree with its legend
     for (QDockWidget* d : shown)
         d->show();
     settle(300);
@@ -113,11 +114,9 @@ int screenshots(app::MainWindow& w, const QString& dir, const QString& prefix)
     ok &= shoot(w, w.curator(), dir, prefix + "curator");
     w.actions()->reviewRequested(best);
     ok &= shoot(w, w.review(), dir, prefix + "review");
-    if (auto* reviewTabs = w.review()->findChild<QTabWidget*>()) {
-        reviewTabs->setCurrentIndex(1); // the evidence beside the diff
-        ok &= shoot(w, w.review(), dir, prefix + "review-evidence");
-        reviewTabs->setCurrentIndex(0);
-    }
+    w.review()->tabs()->setCurrentIndex(1); // the evidence beside the diff
+    ok &= shoot(w, w.review(), dir, prefix + "review-evidence");
+    w.review()->tabs()->setCurrentIndex(0);
     ok &= shoot(w, w.launcher(), dir, prefix + "launcher");
     return ok ? 0 : 1;
 }
@@ -245,6 +244,9 @@ int main(int argc, char** argv)
         }
         return v;
     };
+    if (parser.isSet(shotsOpt))
+        if (const QScreen* screen = QGuiApplication::primaryScreen())
+            w.resize(screen->availableGeometry().size()); // what a user of this screen sees, maximised
     w.launcher()->setBudget(number(budgetOpt));
     w.launcher()->setWorkers(number(workersOpt));
     if (!parser.positionalArguments().isEmpty())

@@ -234,7 +234,7 @@ nlohmann::json evidenceOf(const Context& c)
     nlohmann::json reviews = nlohmann::json::array();
     for (const auto& r : c.reviews)
         reviews.push_back({{"decision", r.decision}, {"reviewer", r.reviewer}, {"note", r.note},
-            {"export_dir", r.exportDir}, {"at", r.createdAt}});
+            {"export_dir", r.exportDir}, {"justification", r.justification}, {"at", r.createdAt}});
     j["reviews"] = reviews;
     j["review"] = nullptr;
     return j;

@@ -173,6 +173,10 @@ ALTER TABLE evaluations ADD COLUMN shapes TEXT NOT NULL DEFAULT '[]';
 ALTER TABLE evaluations ADD COLUMN slower_shapes TEXT NOT NULL DEFAULT '[]';
 ALTER TABLE evaluations ADD COLUMN screened INTEGER NOT NULL DEFAULT 0;
 )sql",
+    // 8: an approval despite raised concerns records the reviewer's typed justification.
+    R"sql(
+ALTER TABLE approvals ADD COLUMN justification TEXT NOT NULL DEFAULT '';
+)sql",
 };
 static_assert(std::size(kMigrations) == Store::kSchemaVersion);
 
@@ -668,18 +672,19 @@ int64_t Store::insertApproval(int64_t sessionId, const ApprovalRecord& r)
             + "' must be 'approved' or 'rejected'");
     if (r.reviewer.empty())
         throw StoreError("approval of node " + std::to_string(r.nodeId) + ": a reviewer's name is required");
-    Stmt s(m_db, "INSERT INTO approvals(session_id, node_id, decision, reviewer, note, evidence, export_dir, created_at) "
-                 "VALUES(?,?,?,?,?,?,?,?)");
+    Stmt s(m_db, "INSERT INTO approvals(session_id, node_id, decision, reviewer, note, evidence, export_dir, created_at, "
+                 "justification) VALUES(?,?,?,?,?,?,?,?,?)");
     s.bind(1, sessionId).bind(2, r.nodeId).bind(3, r.decision).bind(4, r.reviewer).bind(5, r.note);
     s.bindJson(6, r.evidence).bind(7, r.exportDir).bind(8, r.createdAt.empty() ? nowIso() : r.createdAt);
+    s.bind(9, r.justification);
     s.run();
     return sqlite3_last_insert_rowid(m_db);
 }
 
 std::vector<ApprovalRecord> Store::approvals(int64_t sessionId) const
 {
-    Stmt s(m_db, "SELECT id, node_id, decision, reviewer, note, evidence, export_dir, created_at FROM approvals "
-                 "WHERE session_id = ? ORDER BY id");
+    Stmt s(m_db, "SELECT id, node_id, decision, reviewer, note, evidence, export_dir, created_at, justification "
+                 "FROM approvals WHERE session_id = ? ORDER BY id");
     s.bind(1, sessionId);
     std::vector<ApprovalRecord> out;
     while (s.step()) {
@@ -692,6 +697,7 @@ std::vector<ApprovalRecord> Store::approvals(int64_t sessionId) const
         r.evidence = s.json(5);
         r.exportDir = s.text(6);
         r.createdAt = s.text(7);
+        r.justification = s.text(8);
         out.push_back(std::move(r));
     }
     return out;

@@ -165,6 +165,9 @@ struct ApprovalRecord {
     std::string note;
     nlohmann::json evidence = nlohmann::json::object();
     std::string exportDir;      // the bundle of an approval; empty for a rejection
+    /// Why an approval stands despite the concerns the review panel raised (noisy timing, an
+    /// interval that includes 1x, a suspicious time, failing shapes); empty when none were raised.
+    std::string justification;
     std::string createdAt;
 };
 
@@ -186,7 +189,7 @@ public:
     Store(const Store&) = delete;
     Store& operator=(const Store&) = delete;
 
-    static constexpr int kSchemaVersion = 7;
+    static constexpr int kSchemaVersion = 8;
     int schemaVersion() const;
     const std::filesystem::path& path() const { return m_path; }
 

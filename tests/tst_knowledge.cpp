@@ -556,6 +556,30 @@ private slots:
             QVERIFY(c.body != "edited");
     }
 
+    /// `hone kb init` (issue 23): the bundled corpus into a fresh base, headless; a second run
+    /// adds nothing. The corpus documents are then retrievable.
+    void cliInitImportsTheBundledCorpus()
+    {
+        QTemporaryDir dir;
+        const fs::path store = fs::path(dir.path().toStdString()) / "hone.db";
+        int corpus = 0;
+        for (const auto& e : fs::directory_iterator(fs::path(HONE_SOURCE_DIR) / "resources" / "knowledge"))
+            corpus += e.path().extension() == ".md" ? 1 : 0;
+        QVERIFY(corpus > 10);
+        CliResult first = runHone(withKb(store, { "kb", "init" }));
+        QVERIFY2(first.rc == 0, qPrintable(first.err));
+        QVERIFY2(first.out.contains(QString("%1 added, 0 updated, 0 unchanged").arg(corpus)), qPrintable(first.out));
+        QVERIFY2(first.out.contains(QString("(%1 documents now)").arg(corpus)), qPrintable(first.out));
+        {
+            KnowledgeBase base(store);
+            QCOMPARE(int(base.documents().size()), corpus);
+            QVERIFY(!base.search("bank conflicts", {}, 3).empty());
+        }
+        CliResult again = runHone(withKb(store, { "kb", "init" }));
+        QVERIFY2(again.rc == 0, qPrintable(again.err));
+        QVERIFY2(again.out.contains(QString("0 added, 0 updated, %1 unchanged").arg(corpus)), qPrintable(again.out));
+    }
+
     void cliAddSearchListShowRemoveExportImport()
     {
         QTemporaryDir dir;

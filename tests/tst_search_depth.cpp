@@ -604,7 +604,7 @@ private slots:
                      "ALTER TABLE nodes DROP COLUMN from_session; ALTER TABLE nodes DROP COLUMN from_node; "
                      "DROP TABLE reverifications; ALTER TABLE evaluations DROP COLUMN shapes; "
                      "ALTER TABLE evaluations DROP COLUMN slower_shapes; ALTER TABLE evaluations DROP COLUMN screened; "
-                     "PRAGMA user_version = 4;",
+                     "ALTER TABLE approvals DROP COLUMN justification; PRAGMA user_version = 4;",
                      nullptr, nullptr, nullptr),
             SQLITE_OK);
         sqlite3_close(db);

@@ -3,6 +3,7 @@
 #include "core/store.h"
 
 #include <QProcess>
+#include <QFile>
 #include <QTemporaryDir>
 #include <QtTest>
 
@@ -238,6 +239,37 @@ private slots:
         const auto prior = s.priorKernels("cpu", spec.contentHash, spec.name, spec.family, -1, 10);
         QCOMPARE(prior.size(), size_t(1));
         QCOMPARE(prior[0].node, int64_t(1));
+    }
+
+    /// Schema 8 (issue 23): an old store (the schema-4 demo database) opens, keeps its rows, and
+    /// takes approvals with a justification, read back as written; older rows read it empty.
+    void oldStoreTakesJustifiedApprovals()
+    {
+        const QString demo = QStringLiteral(HONE_SOURCE_DIR "/resources/demo/h100-ads-2026-11-22.db");
+        if (!QFile::exists(demo))
+            QSKIP("the demo databases are not in this tree");
+        QTemporaryDir dir;
+        const QString copy = dir.filePath("old.db");
+        QVERIFY(QFile::copy(demo, copy));
+        Store s(copy.toStdString());
+        QCOMPARE(s.schemaVersion(), Store::kSchemaVersion);
+        QCOMPARE(int(s.sessions().size()), 5);
+        const size_t before = s.approvals(3).size();
+        ApprovalRecord plain;
+        plain.nodeId = 5;
+        plain.decision = "rejected";
+        plain.reviewer = "bob";
+        s.insertApproval(3, plain);
+        ApprovalRecord justified;
+        justified.nodeId = 7;
+        justified.decision = "approved";
+        justified.reviewer = "alice";
+        justified.justification = "re-timed on an idle GPU: CV 1%";
+        s.insertApproval(3, justified);
+        const auto rows = s.approvals(3);
+        QCOMPARE(rows.size(), before + 2);
+        QCOMPARE(rows[rows.size() - 2].justification, std::string());
+        QCOMPARE(rows.back().justification, std::string("re-timed on an idle GPU: CV 1%"));
     }
 
     void refusesNewerSchema()

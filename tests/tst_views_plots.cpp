@@ -196,6 +196,7 @@ private slots:
     void rooflinePointsAndCeilings();
     void rooflineClickSelectsNearest();
     void roofline5000Points();
+    void rooflineMeasuredIntensityAndLegendOutside();
 
     // ---- occupancy plot ------------------------------------------------------------------------
     void occupancyPlotMarksBlockSize();
@@ -452,6 +453,52 @@ void TestViewsPlots::rooflinePointsAndCeilings()
     QCOMPARE(plot.selectedMarker()->data()->constBegin()->key, data.node(3)->intensity);
     sel.setCurrent(7); // failed: not plotted, so nothing is outlined
     QTRY_COMPARE(plot.selectedMarker()->dataCount(), 0);
+}
+
+// Issue 23: candidates whose profile counted DRAM bytes sit at their own measured intensity
+// (FLOPs / DRAM bytes), not all on the problem's one vertical line; the legend sits outside the
+// axis rect, so it covers no point.
+void TestViewsPlots::rooflineMeasuredIntensityAndLegendOutside()
+{
+    SessionData data;
+    Selection sel;
+    RooflinePlot plot(&data, &sel);
+    plot.resize(700, 260); // a short bottom dock
+    SessionData::Batch b;
+    b.nodes.push_back(node(0, -1, QStringLiteral("root")));
+    const double moved[] = { 2.0, 0.5, 1.0 }; // DRAM bytes as a multiple of the problem's bytes
+    for (int i = 1; i <= 3; ++i) {
+        json r = cpuResult(1.0 + i, 2.5, 30.0 * i, "memory");
+        const double bytes = r["roofline"]["bytes"].get<double>();
+        r["profile"] = {{"tool", "ncu"}, {"dram_bytes", bytes * moved[i - 1]}, {"kernels", json::array()}};
+        b.nodes.push_back(evaluated(node(i, 0), r, i));
+    }
+    json unprofiled = cpuResult(1.5, 2.5, 20.0, "memory");
+    b.nodes.push_back(evaluated(node(4, 0), unprofiled, 4));
+    data.apply(b);
+    plot.flush();
+    QCOMPARE(plot.pointCount(), 4);
+    for (int i = 1; i <= 3; ++i) {
+        QVERIFY(data.node(i)->intensityMeasured);
+        QVERIFY(qFuzzyCompare(data.node(i)->intensity, 2.5 / moved[i - 1]));
+    }
+    QVERIFY(!data.node(4)->intensityMeasured);
+    QCOMPARE(data.node(4)->intensity, 2.5);
+    QSet<double> xs;
+    for (auto it = plot.categoryGraph(RooflinePlot::Memory)->data()->constBegin();
+         it != plot.categoryGraph(RooflinePlot::Memory)->data()->constEnd(); ++it)
+        xs.insert(it->key);
+    QCOMPARE(xs.size(), 3); // 1.25, 5 and 2.5 (twice: measured 1x and the unprofiled one)
+    QVERIFY2(plot.plot()->xAxis->label().contains(QLatin1String("measured for 3 of 4")),
+        qPrintable(plot.plot()->xAxis->label()));
+
+    plot.show();
+    QVERIFY(QTest::qWaitForWindowExposed(&plot));
+    plot.plot()->replot();
+    const QRect legend = plot.plot()->legend->outerRect();
+    const QRect axes = plot.plot()->axisRect()->rect();
+    QVERIFY(legend.isValid() && axes.isValid());
+    QVERIFY2(!legend.intersects(axes), "the legend lies over the plot's data area");
 }
 
 void TestViewsPlots::rooflineClickSelectsNearest()

@@ -10,6 +10,7 @@
 #include "core/store.h"
 #include "views/diff_view.h"
 #include "views/evidence.h"
+#include "views/review_concerns.h"
 #include "views/review_panel.h"
 #include "views/session_data.h"
 
@@ -252,6 +253,8 @@ private slots:
         QVERIFY(!torch->isChecked()); // off unless asked
         torch->setChecked(true);
         panel.reviewerEdit()->setText(QStringLiteral("bob"));
+        // A loaded machine may make the real timing noisy; then a justification is due.
+        panel.justificationEdit()->setPlainText(QStringLiteral("timing spread from the shared test machine"));
         QSignalSpy approvedSpy(&panel, &views::ReviewPanel::approved);
         QTest::mouseClick(panel.approveButton(), Qt::LeftButton);
         QVERIFY2(approvedSpy.count() == 1, qPrintable(panel.message()));
@@ -285,6 +288,7 @@ private slots:
         QSignalSpy approvedSpy(&panel, &views::ReviewPanel::approved);
         panel.reviewerEdit()->setText(QStringLiteral("alice"));
         panel.noteEdit()->setPlainText(QStringLiteral("checked the odd widths"));
+        panel.justificationEdit()->setPlainText(QStringLiteral("timing spread from the shared test machine"));
         const int before = approvalCount();
         QTest::mouseClick(panel.approveButton(), Qt::LeftButton);
         QVERIFY2(approvedSpy.count() == 1, qPrintable(panel.message()));
@@ -513,6 +517,110 @@ extern "C" int hone_run(const hone_args* a)
         QVERIFY(fs::is_regular_file(dir / "build" / "candidate.so"));
         QVERIFY(fs::is_regular_file(dir / "build" / "reference.so"));
         QVERIFY(fs::is_regular_file(dir / "build" / "test_candidate"));
+    }
+
+    /// The concerns a result raises (issue 23), one kind per row; a clean result raises none.
+    void concernsOfAResult_data()
+    {
+        QTest::addColumn<QString>("patch");
+        QTest::addColumn<QString>("kind");
+        QTest::addRow("clean") << "{}" << "";
+        QTest::addRow("noisy candidate") << R"({"timing":{"cv":0.25}})" << "noisy_timing";
+        QTest::addRow("noisy baseline") << R"({"timing":{"baseline":{"cv":0.3}}})" << "noisy_timing";
+        QTest::addRow("noisy other shape") << R"({"shapes":[{"shape":"bench[1]","timing":{"cv":0.4}}]})" << "noisy_timing";
+        QTest::addRow("suspicious") << R"({"diagnosis":{"suspicious":true,"evidence":"under the floor"}})" << "suspicious";
+        QTest::addRow("failing shape") << R"({"checks":[{"shape":"small[2]","seed":1,"ok":false}]})" << "failing_shape";
+        QTest::addRow("slower shape") << R"({"objective":{"value":1.2,"slower_on":["bench[2]"]}})" << "slower_shape";
+    }
+    void concernsOfAResult()
+    {
+        QFETCH(QString, patch);
+        QFETCH(QString, kind);
+        // A quiet result: 25 paired samples, every ratio 3x, CV 1%.
+        nlohmann::json cand = nlohmann::json::array(), base = nlohmann::json::array();
+        for (int i = 0; i < 25; ++i) {
+            cand.push_back(1000.0 + i);
+            base.push_back(3000.0 + 3 * i);
+        }
+        nlohmann::json result = {{"status", "ok"}, {"timing", {{"shape", "bench[0]"}, {"samples_ns", cand},
+            {"median_ns", 1012.0}, {"cv", 0.01}, {"speedup", 3.0},
+            {"baseline", {{"samples_ns", base}, {"median_ns", 3036.0}, {"cv", 0.01}}}}},
+            {"diagnosis", {{"suspicious", false}}}, {"checks", {{{"shape", "small[0]"}, {"seed", 1}, {"ok", true}}}}};
+        result.merge_patch(nlohmann::json::parse(patch.toStdString()));
+        const auto concerns = views::reviewConcerns(result);
+        if (kind.isEmpty()) {
+            QVERIFY(concerns.empty());
+            return;
+        }
+        QCOMPARE(int(concerns.size()), 1);
+        QCOMPARE(QString(views::concernKey(concerns[0].kind)), kind);
+        QVERIFY(!concerns[0].text.isEmpty());
+    }
+
+    /// Issue 23: a noisy candidate (CV 98%, a 95% interval that reaches below 1x) is not
+    /// approved on a click: the panel lists the concerns and asks for a justification; with one
+    /// typed, the approval goes through and the audit row and evidence.json keep it.
+    void approvalOfNoisyCandidateNeedsJustification()
+    {
+        views::SessionData data;
+        data.setStore(m_store.get());
+        data.loadFromStore(*m_store, m_session);
+        views::NodeInfo noisy = *data.node(m_best);
+        nlohmann::json cand = nlohmann::json::array(), base = nlohmann::json::array();
+        for (int i = 0; i < 25; ++i) {
+            cand.push_back(1000.0);
+            base.push_back(i < 10 ? 800.0 : 20000.0); // ten pairs slower than the baseline
+        }
+        noisy.result["timing"]["samples_ns"] = cand;
+        noisy.result["timing"]["baseline"]["samples_ns"] = base;
+        noisy.result["timing"]["cv"] = 0.98;
+        noisy.cv = 0.98;
+        data.apply({{noisy}, {}});
+
+        views::Selection selection;
+        views::NodeActions actions;
+        views::ReviewPanel panel(&data, &selection, &actions);
+        panel.setStore(m_store.get());
+        const QString root = m_tmp.path() + QStringLiteral("/exports-noisy");
+        panel.setExportRoot(root);
+        panel.review(m_best);
+        const QString concerns = panel.concernTexts().join('\n');
+        QVERIFY2(concerns.contains(QLatin1String("CV 98.0%")), qPrintable(concerns));
+        QVERIFY2(concerns.contains(QLatin1String("includes 1x")), qPrintable(concerns));
+        QVERIFY(panel.justificationEdit()->isEnabled());
+        panel.reviewerEdit()->setText(QStringLiteral("carol"));
+        panel.noteEdit()->setPlainText(QStringLiteral("looks fine"));
+
+        QSignalSpy approvedSpy(&panel, &views::ReviewPanel::approved);
+        const int before = approvalCount();
+        QTest::mouseClick(panel.approveButton(), Qt::LeftButton);
+        QCOMPARE(approvedSpy.count(), 0);
+        QVERIFY2(panel.message().contains(QLatin1String("needs a justification")), qPrintable(panel.message()));
+        QCOMPARE(approvalCount(), before);
+        QVERIFY(!fs::exists(root.toStdString()));
+        panel.justificationEdit()->setPlainText(QStringLiteral("short")); // too short to be a reason
+        QTest::mouseClick(panel.approveButton(), Qt::LeftButton);
+        QCOMPARE(approvedSpy.count(), 0);
+
+        const QString why = QStringLiteral("re-timed on an idle node: CV 2%, interval 3.1x-3.4x");
+        panel.justificationEdit()->setPlainText(why);
+        QTest::mouseClick(panel.approveButton(), Qt::LeftButton);
+        QVERIFY2(approvedSpy.count() == 1, qPrintable(panel.message()));
+        const auto rows = m_store->approvals(m_session);
+        QCOMPARE(int(rows.size()), before + 1);
+        QCOMPARE(QString::fromStdString(rows.back().justification), why);
+        QCOMPARE(rows.back().reviewer, std::string("carol"));
+        const auto evidence = nlohmann::json::parse(readFile(fs::path(rows.back().exportDir) / "evidence.json"));
+        QCOMPARE(QString::fromStdString(evidence["review"]["justification"].get<std::string>()), why);
+        QStringList kinds;
+        for (const auto& c : evidence["review"]["concerns"])
+            kinds << QString::fromStdString(c["kind"].get<std::string>());
+        QVERIFY2(kinds.contains("noisy_timing") && kinds.contains("interval_includes_1x"), qPrintable(kinds.join(',')));
+        QVERIFY2(panel.historyLines().join('\n').contains(QLatin1String("justified: re-timed")),
+            qPrintable(panel.historyLines().join('\n')));
+        // The store reopened (schema 8) reads the row back the same.
+        core::Store again(m_store->path());
+        QCOMPARE(QString::fromStdString(again.approvals(m_session).back().justification), why);
     }
 
     /// A node whose re-verification failed (tst_reverify makes one for real) says so in the

@@ -720,7 +720,21 @@ private slots:
         QVERIFY(view.lookOf(3).dimmed);              // pruned
         QVERIFY(view.lookOf(4).dimmed);              // below a pruned node
         QVERIFY(!view.lookOf(2).dimmed);
-        QVERIFY(view.lookOf(2).fill.lightnessF() < view.lookOf(1).fill.lightnessF()); // faster, greener
+        // Faster is further along the log-viridis scale (the session's best at its top end).
+        QCOMPARE(view.speedupScale().high(), data.node(2)->speedup);
+        QCOMPARE(view.lookOf(2).fill, viridis(1.0));
+        QCOMPARE(view.lookOf(1).fill, viridis(view.speedupScale().position(data.node(1)->speedup)));
+        QVERIFY(view.speedupScale().position(data.node(1)->speedup) < 1.0);
+        // Labels: the speedup under an evaluated node, "root" under the root (no letter).
+        QCOMPARE(view.lookOf(2).label, QStringLiteral("2.50x"));
+        QCOMPARE(view.lookOf(5).label, QStringLiteral("failed"));
+        QCOMPARE(view.lookOf(6).label, QStringLiteral("pending"));
+        QCOMPARE(view.lookOf(0).label, QStringLiteral("root"));
+        QVERIFY(view.lookOf(0).op.isNull());
+        view.setLabel(NodeLabel::Id);
+        QCOMPARE(view.lookOf(2).label, QStringLiteral("#2"));
+        QCOMPARE(view.lookOf(0).label, QStringLiteral("root"));
+        view.setLabel(NodeLabel::Speedup);
         QVERIFY(view.lookOf(1).radius > view.lookOf(2).radius);                       // 4 visits vs 2
         QCOMPARE(view.lookOf(2).op, QChar('I'));
         QCOMPARE(view.lookOf(3).op, QChar('C'));

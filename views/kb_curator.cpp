@@ -1,5 +1,7 @@
 #include "views/kb_curator.h"
 
+#include "knowledge/corpus.h"
+
 #include <QComboBox>
 #include <QDateTime>
 #include <QDialog>
@@ -300,8 +302,26 @@ KbCurator::KbCurator(kb::KnowledgeBase* base, QWidget* parent)
     split->setStretchFactor(0, 1);
     split->setStretchFactor(1, 1);
 
+    // A fresh base is offered the corpus Hone ships; the offer goes once there are documents.
+    m_offer = new QWidget(this);
+    m_offer->setObjectName(QStringLiteral("corpusOffer"));
+    m_importCorpus = new QPushButton(QStringLiteral("Import the bundled corpus"), m_offer);
+    m_importCorpus->setObjectName(QStringLiteral("importCorpus"));
+    auto* offerLayout = new QHBoxLayout(m_offer);
+    offerLayout->setContentsMargins(0, 0, 0, 0);
+    auto* offerText = new QLabel(QStringLiteral("This knowledge base is empty. Hone ships a corpus of correctness "
+                                                "rules, hardware notes and optimisation guidance (`hone kb init` "
+                                                "imports it headless)."),
+        m_offer);
+    offerText->setWordWrap(true);
+    offerLayout->addWidget(offerText, 1);
+    offerLayout->addWidget(m_importCorpus);
+    m_offer->hide();
+    connect(m_importCorpus, &QPushButton::clicked, this, [this] { importCorpus(); });
+
     auto* layout = new QVBoxLayout(this);
     layout->setContentsMargins(4, 4, 4, 4);
+    layout->addWidget(m_offer);
     layout->addLayout(buttons);
     layout->addWidget(split, 1);
     layout->addWidget(m_status);
@@ -329,8 +349,19 @@ KbCurator::KbCurator(kb::KnowledgeBase* base, QWidget* parent)
 void KbCurator::setKnowledgeBase(kb::KnowledgeBase* base)
 {
     m_kb = base;
-    m_docs->setKnowledgeBase(base);
+    m_docs->setKnowledgeBase(base); // re-reads the documents
     m_results->setRows({});
+    showSummary();
+}
+
+void KbCurator::reload()
+{
+    m_docs->reload();
+    showSummary();
+}
+
+void KbCurator::showSummary()
+{
     if (!m_kb)
         setStatus(QStringLiteral("No knowledge base is configured: open a store, or start the workbench with "
                                  "--kb FILE, to curate documents."),
@@ -341,7 +372,55 @@ void KbCurator::setKnowledgeBase(kb::KnowledgeBase* base)
                       .arg(m_kb->liveChunkCount())
                       .arg(qs(m_kb->path().string())),
             false);
+    m_offer->setVisible(corpusOffered());
     updateEnabled();
+}
+
+void KbCurator::setCorpusDir(const QString& dir)
+{
+    m_corpusDir = dir;
+    m_offer->setVisible(corpusOffered());
+}
+
+bool KbCurator::corpusOffered() const
+{
+    if (!m_kb || m_corpusDir.isEmpty())
+        return false;
+    // Skills written back by runs do not make a base curated: offered until some document of
+    // another kind is there.
+    for (int row = 0; row < m_docs->rowCount(); ++row)
+        if (m_docs->document(row)->category != kb::Category::Skill)
+            return false;
+    return true;
+}
+
+bool KbCurator::importCorpus()
+{
+    if (!m_kb || m_corpusDir.isEmpty()) {
+        setStatus(QStringLiteral("No corpus to import: %1")
+                      .arg(m_kb ? QStringLiteral("the bundled corpus was not found (set HONE_RESOURCES)")
+                                : QStringLiteral("no knowledge base is configured")),
+            true);
+        return false;
+    }
+    try {
+        const auto results = kb::importCorpus(*m_kb, m_corpusDir.toStdString());
+        int added = 0;
+        for (const auto& r : results)
+            added += r.status == kb::AddStatus::Added || r.status == kb::AddStatus::Updated ? 1 : 0;
+        reload();
+        setStatus(QStringLiteral("Imported the bundled corpus from %1: %2 documents added (%3 documents, %4 chunks now)")
+                      .arg(m_corpusDir)
+                      .arg(added)
+                      .arg(m_docs->rowCount())
+                      .arg(m_kb->liveChunkCount()),
+            false);
+    } catch (const std::exception& e) {
+        setStatus(QStringLiteral("The bundled corpus was not imported: %1").arg(qs(e.what())), true);
+        return false;
+    }
+    emit knowledgeChanged();
+    return true;
 }
 
 QString KbCurator::statusText() const

@@ -83,10 +83,23 @@ public:
     /// The question asked before a removal; true goes ahead. Default: a message box.
     void setConfirm(std::function<bool(QString)> confirm) { m_confirm = std::move(confirm); }
 
+    /// The bundled corpus folder (knowledge::bundledCorpusDir) offered to an empty base.
+    void setCorpusDir(const QString& dir);
+    /// True while the "Import the bundled corpus" offer shows: a base with no documents but
+    /// skills.
+    bool corpusOffered() const;
+    /// Imports the bundled corpus (all or nothing) and reports it in the status line.
+    bool importCorpus();
+
     QString statusText() const;
     QString previewText() const;
     KbDocumentsModel* documentsModel() const { return m_docs; }
     KnowledgeHitsModel* searchModel() const { return m_results; }
+
+public slots:
+    /// Re-reads the documents and the summary line: the base changed behind the panel's back
+    /// (a skill written at the end of a run, `hone kb` in a terminal).
+    void reload();
 
 signals:
     /// Documents were added, re-tagged or removed.
@@ -104,6 +117,8 @@ private:
     void previewDocument(int row);
     void previewHit(int row);
     void setStatus(const QString& text, bool error);
+    /// The "N documents, M chunks" line and the corpus offer, from the documents as read.
+    void showSummary();
     QString selectedUid() const;
     void updateEnabled();
 
@@ -120,6 +135,9 @@ private:
     QPushButton* m_tags;
     QPushButton* m_remove;
     std::function<bool(QString)> m_confirm;
+    QWidget* m_offer = nullptr;
+    QPushButton* m_importCorpus = nullptr;
+    QString m_corpusDir;
 };
 
 } // namespace hone::views

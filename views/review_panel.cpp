@@ -4,6 +4,7 @@
 #include "core/store.h"
 #include "views/diff_view.h"
 #include "views/evidence.h"
+#include "views/review_concerns.h"
 
 #include <QCheckBox>
 #include <QDir>
@@ -14,6 +15,7 @@
 #include <QListWidget>
 #include <QPlainTextEdit>
 #include <QPushButton>
+#include <QScrollArea>
 #include <QSplitter>
 #include <QTabWidget>
 #include <QVBoxLayout>
@@ -66,20 +68,37 @@ ReviewPanel::ReviewPanel(SessionData* sessionData, Selection* selection, NodeAct
 
     m_diff = new DiffView;
     m_evidence = new EvidenceView;
-    auto* tabs = new QTabWidget;
-    tabs->addTab(m_diff, tr("Diff against the baseline"));
-    tabs->addTab(m_evidence, tr("Evidence"));
-
     m_history = new QListWidget;
     m_history->setObjectName(QStringLiteral("history"));
+    // The evidence gets the panel's room; the earlier reviews are a tab of their own.
+    m_tabs = new QTabWidget;
+    m_tabs->setObjectName(QStringLiteral("reviewTabs"));
+    m_tabs->addTab(m_diff, tr("Diff against the baseline"));
+    m_tabs->addTab(m_evidence, tr("Evidence"));
+    m_tabs->addTab(m_history, tr("Earlier reviews"));
+
+    m_concerns = new QLabel;
+    m_concerns->setObjectName(QStringLiteral("concerns"));
+    m_concerns->setWordWrap(true);
+    m_concerns->setTextInteractionFlags(Qt::TextSelectableByMouse);
+    m_concerns->setStyleSheet(QStringLiteral("QLabel { background: #fff4e5; border: 1px solid #f0a020; padding: 4px; }"));
+    m_concerns->hide();
     m_reviewer = new QLineEdit(qEnvironmentVariable("USER"));
     m_reviewer->setObjectName(QStringLiteral("reviewer"));
     m_reviewer->setPlaceholderText(tr("your name (required)"));
     m_note = new QPlainTextEdit;
     m_note->setObjectName(QStringLiteral("note"));
     m_note->setPlaceholderText(tr("why: what you checked, what worries you; a rejection's note becomes a hint"));
-    m_note->setMaximumHeight(90);
-    m_torch = new QCheckBox(tr("also write a PyTorch package (torch.ops.hone.*, docs/TORCH.md)"));
+    m_note->setMaximumHeight(60);
+    m_justification = new QPlainTextEdit;
+    m_justification->setObjectName(QStringLiteral("justification"));
+    m_justification->setPlaceholderText(
+        tr("required to approve despite the concerns above: why this candidate can ship anyway"));
+    m_justification->setMaximumHeight(60);
+    m_exports = new QLabel;
+    m_exports->setObjectName(QStringLiteral("exports"));
+    m_exports->setWordWrap(true);
+    m_torch = new QCheckBox(tr("also a PyTorch package (torch.ops.hone.*, docs/TORCH.md)"));
     m_torch->setObjectName(QStringLiteral("exportTorch"));
     m_approve = new QPushButton(tr("Approve and export"));
     m_approve->setObjectName(QStringLiteral("approve"));
@@ -93,6 +112,8 @@ ReviewPanel::ReviewPanel(SessionData* sessionData, Selection* selection, NodeAct
     auto* form = new QFormLayout;
     form->addRow(tr("Reviewer"), m_reviewer);
     form->addRow(tr("Note"), m_note);
+    form->addRow(tr("Justification"), m_justification);
+    form->addRow(tr("Exports"), m_exports);
     form->addRow(QString(), m_torch);
     auto* buttons = new QHBoxLayout;
     buttons->addStretch(1);
@@ -101,17 +122,25 @@ ReviewPanel::ReviewPanel(SessionData* sessionData, Selection* selection, NodeAct
     auto* bottom = new QWidget;
     auto* bl = new QVBoxLayout(bottom);
     bl->setContentsMargins(0, 0, 0, 0);
-    bl->addWidget(new QLabel(tr("Earlier reviews of this node")));
-    bl->addWidget(m_history);
+    bl->addWidget(m_concerns);
     bl->addLayout(form);
     bl->addLayout(buttons);
     bl->addWidget(m_message);
+    bl->addStretch(1);
+    // The decision area scrolls when the dock is short, so the evidence never gives up its room.
+    auto* bottomScroll = new QScrollArea;
+    bottomScroll->setWidget(bottom);
+    bottomScroll->setWidgetResizable(true);
+    bottomScroll->setFrameShape(QFrame::NoFrame);
+    bottomScroll->setMinimumHeight(120);
 
     auto* split = new QSplitter(Qt::Vertical);
-    split->addWidget(tabs);
-    split->addWidget(bottom);
+    split->setObjectName(QStringLiteral("reviewSplit"));
+    split->addWidget(m_tabs);
+    split->addWidget(bottomScroll);
     split->setStretchFactor(0, 3);
     split->setStretchFactor(1, 1);
+    split->setChildrenCollapsible(false);
     auto* layout = new QVBoxLayout(this);
     layout->addLayout(top);
     layout->addWidget(split, 1);
@@ -148,6 +177,8 @@ void ReviewPanel::setStore(core::Store* store)
 void ReviewPanel::setExportRoot(const QString& dir)
 {
     m_exportRoot = expandHome(dir);
+    if (m_node >= 0)
+        refresh(); // the Exports line names the folder
 }
 
 QString ReviewPanel::message() const
@@ -194,6 +225,7 @@ void ReviewPanel::refresh()
         m_diff->showMessage(tr("No candidate under review."));
         m_evidence->clear();
         m_history->clear();
+        showConcerns({});
         return;
     }
     const NodeInfo* base = m_data->node(m_data->baselineNode());
@@ -216,7 +248,37 @@ void ReviewPanel::refresh()
         m_diff->showMessage(tr("The session has no baseline seed to compare with."));
     }
     m_evidence->setResults(n->result, base ? base->result : nlohmann::json());
+    showConcerns(n->status == NodeInfo::Status::Ok ? concernTexts() : QStringList());
+    m_exports->setText(tr("the bundle (source, build.sh, evidence.json, a standalone test) into %1")
+                           .arg(QDir(m_exportRoot).filePath(
+                               QStringLiteral("session-%1-node-%2").arg(m_data->sessionId()).arg(n->id))));
     refreshHistory();
+}
+
+QStringList ReviewPanel::concernTexts() const
+{
+    const NodeInfo* n = m_data ? m_data->node(m_node) : nullptr;
+    QStringList out;
+    if (n)
+        for (const auto& c : reviewConcerns(n->result, m_policy))
+            out << c.text;
+    return out;
+}
+
+void ReviewPanel::showConcerns(const QStringList& concerns)
+{
+    m_concerns->setVisible(!concerns.isEmpty());
+    m_justification->setEnabled(!concerns.isEmpty());
+    m_justification->setPlaceholderText(concerns.isEmpty()
+            ? tr("not needed: this candidate raises no concerns")
+            : tr("required to approve despite the concerns above: why this candidate can ship anyway"));
+    if (concerns.isEmpty()) {
+        m_concerns->clear();
+        return;
+    }
+    m_concerns->setText(tr("<b>%n concern(s): approval needs a justification.</b>", nullptr, int(concerns.size()))
+        + QStringLiteral("<ul style=\"margin-left: -20px\"><li>") + concerns.join(QStringLiteral("</li><li>")).toHtmlEscaped()
+        + QStringLiteral("</li></ul>"));
 }
 
 QString ReviewPanel::reverificationText(qint64 node) const
@@ -255,6 +317,8 @@ void ReviewPanel::refreshHistory()
                                    QString::fromStdString(a.createdAt));
             if (!a.note.empty())
                 line += QStringLiteral(": ") + QString::fromStdString(a.note);
+            if (!a.justification.empty())
+                line += tr(" [justified: %1]").arg(QString::fromStdString(a.justification));
             if (!a.exportDir.empty())
                 line += tr(" (exported to %1)").arg(QString::fromStdString(a.exportDir));
             m_history->addItem(line);
@@ -318,12 +382,32 @@ bool ReviewPanel::approve()
             true);
         return false;
     }
+    const auto concerns = reviewConcerns(n->result, m_policy);
+    const QString justification = m_justification->toPlainText().trimmed();
+    if (!concerns.empty() && justification.size() < kMinJustification) {
+        QStringList lines;
+        for (const auto& c : concerns)
+            lines << QStringLiteral("- ") + c.text;
+        showMessage(tr("Node %1 raises %2 concern(s); approving it needs a justification (a sentence, at least %3 "
+                       "characters) in the Justification field:\n%4")
+                        .arg(n->id)
+                        .arg(concerns.size())
+                        .arg(kMinJustification)
+                        .arg(lines.join(QLatin1Char('\n'))),
+            true);
+        m_justification->setFocus();
+        return false;
+    }
+    nlohmann::json concernJson = nlohmann::json::array();
+    for (const auto& c : concerns)
+        concernJson.push_back({{"kind", concernKey(c.kind)}, {"text", c.text.toStdString()}});
     const QString note = m_note->toPlainText().trimmed();
     const QString dir = QDir(m_exportRoot).filePath(QStringLiteral("session-%1-node-%2").arg(m_data->sessionId()).arg(n->id));
     core::ExportOptions options;
     options.resourcesDir = m_resourcesDir.toStdString();
     options.torch = m_torch->isChecked();
     options.review = {{"decision", "approved"}, {"reviewer", reviewer.toStdString()}, {"note", note.toStdString()},
+        {"concerns", concernJson}, {"justification", concerns.empty() ? std::string() : justification.toStdString()},
         {"at", core::nowIso()}};
     try {
         const core::ExportResult r = core::exportBundle(*m_store, m_data->sessionId(), n->id, dir.toStdString(), options);
@@ -334,6 +418,7 @@ bool ReviewPanel::approve()
         rec.note = note.toStdString();
         rec.evidence = r.evidence;
         rec.exportDir = r.dir.string();
+        rec.justification = concerns.empty() ? std::string() : justification.toStdString();
         m_store->insertApproval(m_data->sessionId(), rec);
         QString text = tr("Approved by %1; exported to %2").arg(reviewer, dir);
         if (r.hasTest)
@@ -348,6 +433,7 @@ bool ReviewPanel::approve()
         return false;
     }
     m_note->clear();
+    m_justification->clear();
     refreshHistory();
     emit approved(n->id, dir);
     return true;

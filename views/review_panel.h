@@ -1,5 +1,6 @@
 #pragma once
 
+#include "views/review_concerns.h"
 #include "views/session_data.h"
 
 #include <QString>
@@ -12,6 +13,7 @@ class QListWidget;
 class QCheckBox;
 class QPlainTextEdit;
 class QPushButton;
+class QTabWidget;
 
 namespace hone::core {
 class Store;
@@ -24,7 +26,9 @@ class EvidenceView;
 
 /// Review of one candidate before it ships: its diff against the baseline, the evidence
 /// (correctness, timing interval, roofline/occupancy/profile deltas), the node's earlier
-/// reviews, and Approve / Reject. Approve exports the bundle (core::exportBundle) into
+/// reviews, and Approve / Reject. A candidate that raises concerns (review_concerns.h: noisy
+/// timing, an interval that includes 1x, a suspicious time, failing or slower shapes) is approved
+/// only with a typed justification, which the audit row (ApprovalRecord::justification) keeps. Approve exports the bundle (core::exportBundle) into
 /// `<export root>/session-S-node-N/` and records an approval with the evidence and the folder;
 /// Reject records a rejection and asks, through NodeActions::hintRequested, for the reason to
 /// become a hint for the search. Writes need a writable store on the GUI thread (setStore).
@@ -53,6 +57,20 @@ public:
     EvidenceView* evidenceView() const { return m_evidence; }
     QLineEdit* reviewerEdit() const { return m_reviewer; }
     QPlainTextEdit* noteEdit() const { return m_note; }
+    /// Where the reviewer says why a candidate with concerns ships anyway (enabled only then).
+    QPlainTextEdit* justificationEdit() const { return m_justification; }
+    QCheckBox* torchExportBox() const { return m_torch; }
+    QTabWidget* tabs() const { return m_tabs; }
+    /// The concerns shown for the node under review (reviewConcerns of its result), one line each.
+    QStringList concernTexts() const;
+    /// When concerns are raised (default: timing CV above 10%).
+    void setPolicy(const ReviewPolicy& policy)
+    {
+        m_policy = policy;
+        refresh();
+    }
+    /// The shortest justification accepted (characters, after trimming).
+    static constexpr int kMinJustification = 10;
     QPushButton* approveButton() const { return m_approve; }
     QPushButton* rejectButton() const { return m_reject; }
 
@@ -71,6 +89,7 @@ signals:
 private:
     void refresh();
     void refreshHistory();
+    void showConcerns(const QStringList& concerns);
     void showMessage(const QString& text, bool error);
     /// The reviewer's name, or empty after showing why not.
     /// "re-verified at 1.9x", "FAILED re-verification (kind: message)", or empty when never re-verified.
@@ -94,6 +113,11 @@ private:
     QListWidget* m_history = nullptr;
     QLineEdit* m_reviewer = nullptr;
     QPlainTextEdit* m_note = nullptr;
+    QPlainTextEdit* m_justification = nullptr;
+    QLabel* m_concerns = nullptr;
+    QLabel* m_exports = nullptr;
+    QTabWidget* m_tabs = nullptr;
+    ReviewPolicy m_policy;
     QCheckBox* m_torch = nullptr;
     QPushButton* m_approve = nullptr;
     QPushButton* m_reject = nullptr;

@@ -146,8 +146,18 @@ RooflinePlot::RooflinePlot(SessionData* sessionData, Selection* selection, QWidg
     QFont legendFont = font();
     legendFont.setPointSizeF(std::max(7.0, legendFont.pointSizeF() - 1));
     m_plot->legend->setFont(legendFont);
-    // Top left lies above the bandwidth roof, where no point can be.
-    m_plot->axisRect()->insetLayout()->setInsetAlignment(0, Qt::AlignTop | Qt::AlignLeft);
+    // The legend sits in a column of its own right of the axis rect, so it never covers a point.
+    m_plot->axisRect()->insetLayout()->take(m_plot->legend);
+    auto* legendColumn = new QCPLayoutGrid;
+    m_plot->plotLayout()->addElement(1, 1, legendColumn);
+    legendColumn->addElement(0, 0, m_plot->legend);
+    legendColumn->addElement(1, 0, new QCPLayoutElement(m_plot)); // takes the rest of the height
+    legendColumn->setRowStretchFactor(0, 0.001);
+    legendColumn->setRowStretchFactor(1, 1);
+    m_plot->plotLayout()->setColumnStretchFactor(1, 0.001);
+    m_plot->legend->setMaximumSize(180, QWIDGETSIZE_MAX);
+    m_plot->legend->setMargins(QMargins(4, 2, 4, 2));
+    m_plot->plotLayout()->setColumnSpacing(4);
 
     connect(m_plot, &QCustomPlot::mousePress, this, &RooflinePlot::onMousePress);
     connect(m_plot, &QCustomPlot::mouseRelease, this, &RooflinePlot::onMouseRelease);
@@ -350,6 +360,22 @@ void RooflinePlot::updateLegendNote()
         m_failedGraph->addToLegend();
     else
         m_failedGraph->removeFromLegend();
+    // Say where x comes from: the profile's DRAM bytes (each candidate its own) or the
+    // problem's minimum byte count (one intensity for every candidate of a problem).
+    int measured = 0, plotted = 0;
+    for (const auto& n : m_data->nodes())
+        if (categoryOf(n) >= 0) {
+            ++plotted;
+            measured += n.intensityMeasured ? 1 : 0;
+        }
+    QString label = tr("arithmetic intensity (FLOP/byte)");
+    if (plotted > 0 && measured == plotted)
+        label += tr(", measured: DRAM bytes from the profile");
+    else if (measured > 0)
+        label += tr(", measured for %1 of %2 (profile), else the problem's bytes").arg(measured).arg(plotted);
+    else if (plotted > 0)
+        label += tr(", from the problem's bytes (no profile)");
+    m_plot->xAxis->setLabel(label);
 }
 
 void RooflinePlot::updateTrajectory()

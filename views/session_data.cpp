@@ -81,6 +81,15 @@ void applyResult(NodeInfo& n, const nlohmann::json& result, bool ok)
     }
     n.intensity = num(roof, "intensity");
     n.gflops = num(roof, "gflops");
+    // The problem's intensity is what the candidate must move at least; a profile that counted
+    // the DRAM bytes gives what this candidate really moved (docs/WORKBENCH.md, roofline).
+    n.intensityMeasured = false;
+    const double dramBytes = num(member(result, "profile"), "dram_bytes");
+    const double flops = num(roof, "flops");
+    if (dramBytes > 0 && flops > 0) {
+        n.intensity = flops / dramBytes;
+        n.intensityMeasured = true;
+    }
     n.fracBandwidth = num(roof, "frac_bandwidth");
     n.fracCompute = num(roof, "frac_compute");
     n.bound = str(diag, "bound");

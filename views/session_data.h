@@ -46,7 +46,8 @@ struct NodeInfo {
     QString bound;                  // memory | compute | latency | occupancy
     QString failureKind;
     QString failureMessage;
-    double intensity = 0;           // FLOP per byte (roofline x)
+    double intensity = 0;           // FLOP per byte (roofline x): measured when the profile counted DRAM bytes
+    bool intensityMeasured = false; // intensity from the profile's DRAM bytes, not the problem's byte count
     double gflops = 0;              // achieved (roofline y)
     double fracBandwidth = 0;
     double fracCompute = 0;

@@ -27,6 +27,9 @@ namespace {
 constexpr double kMinRadius = 5;
 constexpr double kMaxRadius = 15;
 constexpr double kRootRadius = 9;
+constexpr double kLabelLod = 0.4;      // labels show from this zoom up
+constexpr double kLabelWidthPx = 80;
+constexpr double kLabelLinePx = 12;
 const QColor kGold(0xff, 0xb3, 0x00);
 const QColor kCurrent(0x1e, 0x88, 0xe5);
 
@@ -79,9 +82,10 @@ public:
     QRectF boundingRect() const override
     {
         // Constant, so that a look change never moves geometry: the largest circle with its rings
-        // and the id label below it.
+        // and two label lines below it, drawn at a fixed pixel size down to kLabelLod.
         constexpr double r = kMaxRadius + 6;
-        return QRectF(-22, -r, 44, 2 * r + 14);
+        constexpr double w = kLabelWidthPx / kLabelLod;
+        return QRectF(-w / 2, -r, w, r + kMaxRadius + 2 + 2 * kLabelLinePx / kLabelLod);
     }
     QPainterPath shape() const override
     {
@@ -128,14 +132,23 @@ public:
             painter->setPen(m_look.text);
             painter->drawText(QRectF(-r, -r, 2 * r, 2 * r), Qt::AlignCenter, QString(m_look.op));
         }
-        if (lod >= 1.0) {
+        if (lod >= kLabelLod && !m_look.label.isEmpty()) {
+            // Fixed pixel size at any zoom from kLabelLod up: the label is the point of the view.
+            QString text = m_look.label;
+            if (lod >= 1.2 && !text.startsWith(QLatin1Char('#')) && text != QLatin1String("root"))
+                text = QStringLiteral("#%1 %2").arg(m_id).arg(text);
+            painter->save();
+            painter->translate(0, r + 1);
+            painter->scale(1 / lod, 1 / lod);
             QFont f = painter->font();
             f.setPixelSize(10);
-            f.setBold(false);
+            f.setBold(m_look.best || m_look.label == QLatin1String("root"));
             painter->setFont(f);
-            painter->setPen(m_look.dimmed ? QColor(0xbd, 0xbd, 0xbd) : QColor(0x42, 0x42, 0x42));
-            painter->drawText(QRectF(-22, kMaxRadius + 1, 44, 12), Qt::AlignHCenter | Qt::AlignTop,
-                QStringLiteral("#%1").arg(m_id));
+            painter->setPen(m_look.dimmed ? QColor(0xbd, 0xbd, 0xbd) : QColor(0x21, 0x21, 0x21));
+            const double y = m_look.labelLow && lod < 1.2 ? kLabelLinePx : 0;
+            painter->drawText(QRectF(-kLabelWidthPx / 2, y, kLabelWidthPx, kLabelLinePx),
+                Qt::AlignHCenter | Qt::AlignTop, text);
+            painter->restore();
         }
     }
 
@@ -316,6 +329,7 @@ void TreeView::relayout()
     QElapsedTimer timer;
     timer.start();
     const auto points = layoutSession(*m_data);
+    m_low.assign(points.size(), 0);
     double minX = 0, maxX = 0, maxY = 0;
     for (size_t id = 0; id < points.size(); ++id) {
         auto* item = m_items[id];
@@ -325,6 +339,7 @@ void TreeView::relayout()
             continue;
         }
         const QPointF pos(p.x * kColumn, p.y * kRow);
+        m_low[id] = static_cast<char>(std::llround(p.x) & 1);
         if (item->pos() != pos)
             item->setPos(pos);
         item->setVisible(true);
@@ -337,14 +352,16 @@ void TreeView::relayout()
     m_lastLayoutMs = static_cast<double>(timer.nsecsElapsed()) / 1e6;
 }
 
-NodeLook TreeView::computeLook(qint64 id, double maxLogSpeedup) const
+NodeLook TreeView::computeLook(qint64 id) const
 {
     NodeLook look;
     const NodeInfo* n = m_data->node(id);
     if (!n)
         return look;
     look.radius = std::clamp(kMinRadius + 1.6 * std::sqrt(std::max(0, n->visits)), kMinRadius, kMaxRadius);
-    look.op = opLetter(n->op);
+    look.op = n->parent < 0 ? QChar() : opLetter(n->op); // the root is "root", whatever its operator
+    look.label = nodeLabelText(*n, m_label);
+    look.labelLow = static_cast<size_t>(id) < m_low.size() && m_low[static_cast<size_t>(id)];
     look.dimmed = static_cast<size_t>(id) < m_dimmed.size() && m_dimmed[static_cast<size_t>(id)];
     look.best = id == m_data->bestNode();
     look.current = m_selection && id == m_selection->current();
@@ -365,11 +382,11 @@ NodeLook TreeView::computeLook(qint64 id, double maxLogSpeedup) const
         look.outline = QColor(0xb7, 0x1c, 0x1c);
         look.text = Qt::white;
     } else {
-        // Log scale: the baseline's speed (1x) mid-scale, the session's best (at least 2x) darkest.
-        const double t = 0.5 + 0.5 * std::log2(std::max(n->speedup, 1e-3)) / maxLogSpeedup;
-        look.fill = mix(QColor(0xe8, 0xf5, 0xe9), QColor(0x1b, 0x5e, 0x20), t);
-        look.outline = mix(QColor(0x81, 0xc7, 0x84), QColor(0x0d, 0x3b, 0x12), t);
-        look.text = t > 0.55 ? Qt::white : Qt::black;
+        // Log scale over the session's range, perceptually uniform (SpeedupScale, TreeLegend).
+        const double t = m_scale.position(n->speedup);
+        look.fill = viridis(t);
+        look.outline = look.fill.darker(150);
+        look.text = t < 0.6 ? Qt::white : Qt::black;
     }
     if (look.dimmed) {
         look.fill = mix(look.fill, QColor(0xee, 0xee, 0xee), 0.8);
@@ -381,22 +398,35 @@ NodeLook TreeView::computeLook(qint64 id, double maxLogSpeedup) const
 
 void TreeView::restyle()
 {
-    const NodeInfo* best = m_data->node(m_data->bestNode());
-    const double maxLog = std::max(1.0, best ? std::log2(std::max(best->speedup, 1.0)) : 1.0);
+    const SpeedupScale scale = SpeedupScale::of(*m_data);
+    const bool changed = !(scale == m_scale);
+    m_scale = scale;
     for (auto* item : m_items)
-        item->setLook(computeLook(item->id(), maxLog));
+        item->setLook(computeLook(item->id()));
+    if (changed)
+        emit scaleChanged(m_scale);
+}
+
+void TreeView::setLabel(NodeLabel label)
+{
+    if (label == m_label)
+        return;
+    m_label = label;
+    if (m_data)
+        for (auto* item : m_items)
+            item->setLook(computeLook(item->id()));
 }
 
 void TreeView::onCurrentChanged(qint64 id)
 {
     // Only the old and the new current node change; restyling those two is enough.
-    const NodeInfo* best = m_data ? m_data->node(m_data->bestNode()) : nullptr;
-    const double maxLog = std::max(1.0, best ? std::log2(std::max(best->speedup, 1.0)) : 1.0);
+    if (!m_data)
+        return;
     for (auto* item : m_items)
         if (item->look().current && item->id() != id)
-            item->setLook(computeLook(item->id(), maxLog));
+            item->setLook(computeLook(item->id()));
     if (auto* item = static_cast<NodeItem*>(itemFor(id))) {
-        item->setLook(computeLook(id, maxLog));
+        item->setLook(computeLook(id));
         if (item->isVisible())
             ensureVisible(item, 40, 40);
     }

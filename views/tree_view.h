@@ -1,6 +1,7 @@
 #pragma once
 
 #include "views/node_menu.h"
+#include "views/tree_legend.h"
 
 #include <QColor>
 #include <QGraphicsView>
@@ -24,7 +25,9 @@ struct NodeLook {
     QColor outline;
     QColor text;
     double radius = 6;
-    QChar op;             ///< I(nherit) C(ompare) M (combine) R(estart), or none
+    QChar op;             ///< I(nherit) C(ompare) M (combine) R(estart), or none (the root)
+    QString label;        ///< under the node: the chosen metric (nodeLabelText), "root" for the root
+    bool labelLow = false; ///< the label one line lower, so neighbours' labels do not collide
     bool pending = false; ///< drawn as a dashed grey outline
     bool dimmed = false;  ///< pruned, or inside a pruned subtree
     bool best = false;    ///< gold ring
@@ -34,7 +37,8 @@ struct NodeLook {
 };
 
 /// The live search tree: one lightweight item per node, laid out tidily (tree_layout), coloured
-/// by status and speedup, sized by visits. Batches from SessionData only mark it dirty; it
+/// by status and speedup (SpeedupScale: log, viridis), sized by visits, labelled with a chosen
+/// metric (the speedup by default; TreeLegend explains colours and letters). Batches from SessionData only mark it dirty; it
 /// refreshes at most every 100 ms, reusing its items. Wheel or Ctrl +/- zooms, dragging the
 /// background pans, F (or fitAll()) shows everything; a click selects, the context menu steers.
 class TreeView : public QGraphicsView {
@@ -47,7 +51,7 @@ public:
     /// QGraphicsItem::type() of the node items.
     static constexpr int kNodeItemType = 65536 + 0x7e1; // QGraphicsItem::UserType + 0x7e1
     /// Scene units between neighbouring nodes and between depths.
-    static constexpr double kColumn = 40;
+    static constexpr double kColumn = 48;
     static constexpr double kRow = 72;
 
     /// How "Add hint…" asks for the text (default: a dialog over this view).
@@ -70,6 +74,9 @@ public:
     qint64 nodeAt(const QPoint& viewportPos) const;
     /// The node's context menu, added to `menu` (what a right click shows).
     NodeMenu::Built buildMenu(QMenu& menu, qint64 node);
+    NodeLabel label() const { return m_label; }
+    /// The colour scale of the last refresh.
+    const SpeedupScale& speedupScale() const { return m_scale; }
 
 public slots:
     void fitAll();
@@ -77,6 +84,11 @@ public slots:
     void zoomOut();
     /// Applies pending changes now instead of at the next tick.
     void refresh();
+    /// What the nodes' labels show.
+    void setLabel(hone::views::NodeLabel label);
+
+signals:
+    void scaleChanged(const hone::views::SpeedupScale& scale);
 
 protected:
     void wheelEvent(QWheelEvent* event) override;
@@ -94,7 +106,7 @@ private:
     void relayout();
     void restyle();
     void zoomBy(double factor);
-    NodeLook computeLook(qint64 id, double maxLogSpeedup) const;
+    NodeLook computeLook(qint64 id) const;
 
     SessionData* m_data;
     Selection* m_selection;
@@ -103,6 +115,9 @@ private:
     EdgesItem* m_edges = nullptr;
     std::vector<NodeItem*> m_items;
     std::vector<char> m_dimmed; // pruned or below a pruned node, per id
+    std::vector<char> m_low;    // label one line lower (odd layout column), per id
+    NodeLabel m_label = NodeLabel::Speedup;
+    SpeedupScale m_scale;
     QTimer m_timer;
     bool m_structureDirty = false;
     bool m_styleDirty = false;

@@ -236,6 +236,7 @@ void EngineRunner::launch(std::function<core::Report(core::Engine&, core::Engine
             sc.on = config.on;
             sc.workersGiven = true; // the launcher's worker count
             sc.skills = config.skills;
+            sc.kbPath = config.knowledgeBase.string();
             core::RunOptions opts = options;
             SessionAssembly session(sc, store, opts, options.target);
             core::Engine& engine = session.engine();
@@ -260,6 +261,10 @@ void EngineRunner::launch(std::function<core::Report(core::Engine&, core::Engine
             stopReason = report.stopReason;
             error = report.error;
             session.afterRun(report, {}); // knowledge-hit outcomes and the skill write-back
+            if (session.knowledgeChanged()) {
+                std::lock_guard lock(m_mutex);
+                m_pending.knowledgeChanged = true;
+            }
         } catch (const std::exception& e) {
             std::lock_guard lock(m_mutex);
             m_engine = nullptr;
@@ -348,6 +353,8 @@ void EngineRunner::flush()
         batch.sessionAnnounced = m_pending.sessionAnnounced;
         batch.finished = m_pending.finished;
         m_pending.finished.reset();
+        batch.knowledgeChanged = m_pending.knowledgeChanged;
+        m_pending.knowledgeChanged = false;
     }
     if (batch.sessionAnnounced && !m_announced) {
         m_announced = true;
@@ -364,6 +371,8 @@ void EngineRunner::flush()
     }
     for (const auto& s : batch.steering)
         emit steeringApplied(qs(s.command), s.nodeId, qs(s.outcome));
+    if (batch.knowledgeChanged)
+        emit knowledgeChanged();
     if (batch.finished) {
         join();
         m_running = false;

@@ -21,7 +21,8 @@ struct RunnerConfig {
     std::filesystem::path store;
     std::string workerPath;          // empty: next to this executable, else PATH
     std::filesystem::path cacheDir;  // empty: the worker's default
-    bool skills = true;              // knob priors from the knowledge base (app::knowledgeBasePath)
+    bool skills = true;              // knob priors from the knowledge base, and a skill written back at the end
+    std::filesystem::path knowledgeBase; // empty: app::knowledgeBasePath(store)
     std::string targetsFile;         // empty: backends::defaultTargetsPath()
     std::string on;                  // a target of the targets file; empty: this machine
 };
@@ -64,6 +65,8 @@ signals:
     void finished(const QString& stopReason, const QString& error);
     void steeringApplied(const QString& command, qint64 node, const QString& outcome);
     void pausedChanged(bool paused);
+    /// The run wrote to the knowledge base (hit outcomes, a skill): panels that show it re-read.
+    void knowledgeChanged();
 
 private:
     class Observer;
@@ -74,6 +77,7 @@ private:
         qint64 session = 0;
         bool sessionAnnounced = false;
         std::optional<std::pair<std::string, std::string>> finished; // (stop reason, error)
+        bool knowledgeChanged = false;
     };
 
     void launch(std::function<core::Report(core::Engine&, core::EngineObserver*)> body, const core::RunOptions& options,

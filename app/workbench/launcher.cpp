@@ -28,6 +28,7 @@ Launcher::Launcher(QWidget* parent)
     : QWidget(parent)
 {
     auto* form = new QFormLayout;
+    form->setRowWrapPolicy(QFormLayout::WrapLongRows); // labels above the fields in a narrow dock
     m_problem = new QLineEdit(this);
     m_problem->setPlaceholderText(tr("a problem folder (problem.toml, reference.cpp, seeds/)"));
     auto* browse = new QPushButton(tr("Open…"), this);

@@ -4,6 +4,7 @@
 #include "app/workbench/edit_dialog.h"
 #include "app/workbench/launcher.h"
 #include "core/store.h"
+#include "knowledge/corpus.h"
 #include "knowledge/knowledge_base.h"
 #include "views/inspector.h"
 #include "views/kb_curator.h"
@@ -13,6 +14,7 @@
 #include "views/progress_plot.h"
 #include "views/review_panel.h"
 #include "views/roofline_plot.h"
+#include "views/tree_legend.h"
 #include "views/tree_view.h"
 
 #include <QApplication>
@@ -24,6 +26,9 @@
 #include <QInputDialog>
 #include <QLabel>
 #include <QMenuBar>
+#include <QScreen>
+#include <QScrollArea>
+#include <QVBoxLayout>
 #include <QSettings>
 #include <QStatusBar>
 #include <QTimer>
@@ -53,8 +58,11 @@ MainWindow::MainWindow(WorkbenchConfig config, QWidget* parent)
     setWindowTitle(tr("Hone workbench"));
     m_store = std::make_unique<core::Store>(m_config.runner.store);
     try {
-        // The base the runner records skills and hits in (app::knowledgeBasePath).
-        m_kb = std::make_unique<knowledge::KnowledgeBase>(knowledgeBasePath(m_config.runner.store.string()));
+        // The runner writes skills and hits where the panels read: one knowledge base for both
+        // ($HONE_KB, else the store's file: app::knowledgeBasePath).
+        if (m_config.runner.knowledgeBase.empty())
+            m_config.runner.knowledgeBase = knowledgeBasePath(m_config.runner.store.string());
+        m_kb = std::make_unique<knowledge::KnowledgeBase>(m_config.runner.knowledgeBase);
     } catch (const std::exception& e) {
         m_kb.reset(); // the knowledge panels say why they are empty
         statusBar()->showMessage(tr("no knowledge base: %1").arg(QString::fromUtf8(e.what())), 10000);
@@ -62,9 +70,22 @@ MainWindow::MainWindow(WorkbenchConfig config, QWidget* parent)
     m_data.setStore(m_store.get());
     m_runner = std::make_unique<EngineRunner>(&m_data);
 
-    m_tree = new views::TreeView(&m_data, &m_selection, &m_actions, this);
+    m_tree = new views::TreeView(&m_data, &m_selection, &m_actions);
     m_tree->setObjectName("tree");
-    setCentralWidget(m_tree);
+    m_legend = new views::TreeLegend;
+    m_legend->setObjectName("treeLegend");
+    connect(m_legend, &views::TreeLegend::labelChanged, m_tree, &views::TreeView::setLabel);
+    connect(m_tree, &views::TreeView::scaleChanged, m_legend, &views::TreeLegend::setScale);
+    // The tree is the heart of the workbench: the central widget, its legend in a strip below it
+    // (never over a node); every panel is a dock around it.
+    auto* centre = new QWidget(this);
+    centre->setObjectName("centre");
+    auto* centreLayout = new QVBoxLayout(centre);
+    centreLayout->setContentsMargins(0, 0, 0, 0);
+    centreLayout->setSpacing(0);
+    centreLayout->addWidget(m_tree, 1);
+    centreLayout->addWidget(m_legend);
+    setCentralWidget(centre);
     m_launcher = new Launcher(this);
     m_launcher->setTargetsFile(QString::fromStdString(m_config.runner.targetsFile));
     if (!m_config.runner.on.empty())
@@ -76,41 +97,60 @@ MainWindow::MainWindow(WorkbenchConfig config, QWidget* parent)
     m_progress = new views::ProgressPlot(&m_data, this);
     m_hits = new views::KnowledgeHits(&m_data, &m_selection, m_kb.get(), this);
     m_curator = new views::KbCurator(m_kb.get(), this);
+    m_curator->setCorpusDir(QString::fromStdString(knowledge::bundledCorpusDir(HONE_SOURCE_DIR).string()));
     m_review = new views::ReviewPanel(&m_data, &m_selection, &m_actions, this);
     m_review->setStore(m_store.get());
     m_review->setExportRoot(m_config.exportRoot);
 
+    // Left and right columns run the full height (the inspector and the review get room for
+    // their evidence); the bottom row sits under the tree only.
+    setCorner(Qt::TopLeftCorner, Qt::LeftDockWidgetArea);
+    setCorner(Qt::BottomLeftCorner, Qt::LeftDockWidgetArea);
+    setCorner(Qt::TopRightCorner, Qt::RightDockWidgetArea);
+    setCorner(Qt::BottomRightCorner, Qt::RightDockWidgetArea);
     setDockNestingEnabled(true);
     auto* launcherDock = addPanel(m_launcher, tr("Launcher"), "launcher", Qt::LeftDockWidgetArea);
+    auto* progressDock = addPanel(m_progress, tr("Progress"), "progress", Qt::LeftDockWidgetArea);
     auto* tableDock = addPanel(m_table, tr("Nodes"), "nodes", Qt::BottomDockWidgetArea);
-    auto* progressDock = addPanel(m_progress, tr("Progress"), "progress", Qt::BottomDockWidgetArea);
+    auto* rooflineDock = addPanel(m_roofline, tr("Roofline"), "roofline", Qt::BottomDockWidgetArea);
+    auto* occupancyDock = addPanel(m_occupancy, tr("Occupancy"), "occupancy", Qt::BottomDockWidgetArea);
     auto* inspectorDock = addPanel(m_inspector, tr("Candidate"), "inspector", Qt::RightDockWidgetArea);
     auto* reviewDock = addPanel(m_review, tr("Review"), "review", Qt::RightDockWidgetArea);
-    auto* rooflineDock = addPanel(m_roofline, tr("Roofline"), "roofline", Qt::LeftDockWidgetArea);
-    auto* occupancyDock = addPanel(m_occupancy, tr("Occupancy"), "occupancy", Qt::LeftDockWidgetArea);
     auto* hitsDock = addPanel(m_hits, tr("Knowledge"), "knowledge", Qt::RightDockWidgetArea);
     auto* curatorDock = addPanel(m_curator, tr("Curator"), "curator", Qt::RightDockWidgetArea);
-    splitDockWidget(launcherDock, rooflineDock, Qt::Vertical);
+    splitDockWidget(launcherDock, progressDock, Qt::Vertical);
+    tabifyDockWidget(tableDock, rooflineDock);
     tabifyDockWidget(rooflineDock, occupancyDock);
-    splitDockWidget(tableDock, progressDock, Qt::Horizontal);
     tabifyDockWidget(inspectorDock, reviewDock);
-    tabifyDockWidget(inspectorDock, hitsDock);
-    tabifyDockWidget(inspectorDock, curatorDock);
+    tabifyDockWidget(reviewDock, hitsDock);
+    tabifyDockWidget(hitsDock, curatorDock);
     inspectorDock->raise();
-    rooflineDock->raise();
-    resize(1600, 1000);
-    // The tree in the centre gets the most room; side panels start narrow.
-    resizeDocks({launcherDock, inspectorDock}, {400, 560}, Qt::Horizontal);
-    resizeDocks({tableDock}, {260}, Qt::Vertical);
+    tableDock->raise();
+    // The window fits the screen it opens on (a 1366x768 laptop included); panels shrink to fit.
+    QSize size(1600, 1000);
+    if (const QScreen* screen = QGuiApplication::primaryScreen())
+        size = size.boundedTo(screen->availableGeometry().size());
+    resize(size);
+    arrangeDocks();
 
     auto* view = menuBar()->addMenu(tr("&View"));
     for (QDockWidget* d : docks())
         view->addAction(d->toggleViewAction());
     view->addSeparator();
     view->addAction(tr("Fit tree"), QKeySequence(Qt::Key_F), m_tree, &views::TreeView::fitAll);
+    view->addAction(tr("Reset layout"), this, [this] {
+        for (QDockWidget* d : docks()) {
+            d->setFloating(false);
+            d->show();
+        }
+        arrangeDocks();
+    });
 
     m_status = new QLabel(this);
     statusBar()->addPermanentWidget(m_status);
+    if (m_curator->corpusOffered())
+        statusBar()->showMessage(
+            tr("The knowledge base is empty: Curator → \"Import the bundled corpus\" (or `hone kb init`)"), 20000);
 
     connect(m_launcher, &Launcher::startRequested, this, [this] { startSearch(); });
     connect(m_launcher, &Launcher::pauseRequested, m_runner.get(), &EngineRunner::pause);
@@ -174,21 +214,45 @@ MainWindow::MainWindow(WorkbenchConfig config, QWidget* parent)
 
 MainWindow::~MainWindow() = default;
 
+void MainWindow::arrangeDocks()
+{
+    // Side columns about a quarter and a third of the width, the bottom row a third of the
+    // height: the tree keeps the largest share at any window size.
+    const int w = width(), h = height();
+    QDockWidget* launcherDock = dockOf(m_launcher);
+    QDockWidget* inspectorDock = dockOf(m_inspector);
+    QDockWidget* tableDock = dockOf(m_table);
+    QDockWidget* progressDock = dockOf(m_progress);
+    resizeDocks({launcherDock, inspectorDock}, {std::clamp(w * 24 / 100, 260, 440), std::clamp(w * 33 / 100, 380, 640)},
+        Qt::Horizontal);
+    resizeDocks({tableDock}, {std::clamp(h * 30 / 100, 170, 340)}, Qt::Vertical);
+    resizeDocks({launcherDock, progressDock}, {h * 60 / 100, h * 40 / 100}, Qt::Vertical);
+}
+
 QDockWidget* MainWindow::addPanel(QWidget* widget, const QString& title, const QString& name, Qt::DockWidgetArea area)
 {
     auto* dock = new QDockWidget(title, this);
     dock->setObjectName(name); // saveState()/restoreState() key
     widget->setObjectName(name + "-panel");
-    dock->setWidget(widget);
+    // A panel squeezed below its own minimum scrolls instead of pushing the window beyond a
+    // small screen (a 1366x768 laptop): the sum of every panel's minimum is far wider.
+    auto* scroll = new QScrollArea;
+    scroll->setObjectName(name + "-scroll");
+    scroll->setWidget(widget);
+    scroll->setWidgetResizable(true);
+    scroll->setFrameShape(QFrame::NoFrame);
+    dock->setWidget(scroll);
     addDockWidget(area, dock);
     return dock;
 }
 
 QDockWidget* MainWindow::dockOf(QWidget* widget) const
 {
-    for (QDockWidget* d : docks())
-        if (d->widget() == widget)
+    for (QDockWidget* d : docks()) {
+        auto* scroll = qobject_cast<QScrollArea*>(d->widget());
+        if (d->widget() == widget || (scroll && scroll->widget() == widget))
             return d;
+    }
     return nullptr;
 }
 
@@ -388,6 +452,11 @@ void MainWindow::wireActions()
         }
     });
     connect(m_curator, &views::KbCurator::knowledgeChanged, m_hits, &views::KnowledgeHits::refresh);
+    // A run's write-back (hit outcomes, a skill) changes the base behind the panels' backs.
+    connect(m_runner.get(), &EngineRunner::knowledgeChanged, this, [this] {
+        m_curator->reload();
+        m_hits->refresh();
+    });
 }
 
 } // namespace hone::app

@@ -22,6 +22,7 @@ class OccupancyPlot;
 class ProgressPlot;
 class ReviewPanel;
 class RooflinePlot;
+class TreeLegend;
 class TreeView;
 }
 
@@ -36,9 +37,10 @@ struct WorkbenchConfig {
     bool restoreLayout = true;
 };
 
-/// The workbench window: the launcher, the live tree (centre), the node table, the inspector,
-/// roofline, occupancy, progress, knowledge and review panels as docks whose layout is saved
-/// and restored. It owns the engine bridge and turns the panels' NodeActions into steering.
+/// The workbench window: the live tree (the central widget, with its legend), and around it as
+/// docks the launcher and progress (left), the node table, roofline and occupancy (below the
+/// tree), the inspector, review, knowledge and curator (right). It fits a 1366x768 screen; the
+/// layout is saved on close and restored on start (QSettings). It owns the engine bridge and turns the panels' NodeActions into steering.
 class MainWindow : public QMainWindow {
     Q_OBJECT
 public:
@@ -51,6 +53,7 @@ public:
     EngineRunner* runner() { return m_runner.get(); }
     Launcher* launcher() const { return m_launcher; }
     views::TreeView* treeView() const { return m_tree; }
+    views::TreeLegend* treeLegend() const { return m_legend; }
     views::NodeTable* nodeTable() const { return m_table; }
     views::Inspector* inspector() const { return m_inspector; }
     views::RooflinePlot* roofline() const { return m_roofline; }
@@ -86,6 +89,8 @@ protected:
 private:
     QDockWidget* addPanel(QWidget* widget, const QString& title, const QString& name, Qt::DockWidgetArea area);
     void wireActions();
+    /// Sizes the dock columns and the bottom row for the window's size (start, "Reset layout").
+    void arrangeDocks();
     void refreshSessions();
     void updateStatus();
     void steerOrQueue(core::SteeringCommand command, const QString& what);
@@ -100,6 +105,7 @@ private:
     std::unique_ptr<EngineRunner> m_runner;
     Launcher* m_launcher = nullptr;
     views::TreeView* m_tree = nullptr;
+    views::TreeLegend* m_legend = nullptr;
     views::NodeTable* m_table = nullptr;
     views::Inspector* m_inspector = nullptr;
     views::RooflinePlot* m_roofline = nullptr;

@@ -76,7 +76,7 @@ const std::vector<std::string>& ncuMetrics()
     static const std::vector<std::string> metrics = [] {
         std::vector<std::string> m = { "dram__throughput.avg.pct_of_peak_sustained_elapsed",
             "sm__throughput.avg.pct_of_peak_sustained_elapsed", "sm__warps_active.avg.pct_of_peak_sustained_active",
-            "gpu__time_duration.sum" };
+            "gpu__time_duration.sum", "dram__bytes.sum" };
         for (const char* s : kStalls)
             m.push_back(stallMetric(s));
         return m;
@@ -89,6 +89,7 @@ nlohmann::json parseNcuCsv(const std::string& text)
     std::istringstream in(text);
     std::string line;
     std::vector<std::string> header;
+    std::vector<std::string> units;
     nlohmann::json kernels = nlohmann::json::array();
     std::string firstNoise;
     while (std::getline(in, line)) {
@@ -112,13 +113,30 @@ nlohmann::json parseNcuCsv(const std::string& text)
             return it == header.end() ? std::string() : cells[static_cast<size_t>(it - header.begin())];
         };
         // The units row repeats the header's width with empty identity columns.
-        if (at("ID").empty() || at("Kernel Name").empty())
+        if (at("ID").empty() || at("Kernel Name").empty()) {
+            if (units.empty())
+                units = cells;
             continue;
+        }
+        // ncu scales byte counts to the unit its units row names (byte, Kbyte, Mbyte, ...).
+        auto bytes = [&](const std::string& col) {
+            const auto it = std::find(header.begin(), header.end(), col);
+            const size_t i = static_cast<size_t>(it - header.begin());
+            const std::string unit = i < units.size() ? units[i] : std::string();
+            const double scale = unit.rfind("Kbyte", 0) == 0 ? 1e3
+                : unit.rfind("Mbyte", 0) == 0                ? 1e6
+                : unit.rfind("Gbyte", 0) == 0                ? 1e9
+                : unit.rfind("Tbyte", 0) == 0                ? 1e12
+                                                             : 1.0;
+            return toNumber(at(col)) * scale;
+        };
         nlohmann::json k = { { "name", at("Kernel Name") }, { "grid", at("Grid Size") }, { "block", at("Block Size") },
             { "dram_pct", toNumber(at("dram__throughput.avg.pct_of_peak_sustained_elapsed")) },
             { "sm_pct", toNumber(at("sm__throughput.avg.pct_of_peak_sustained_elapsed")) },
             { "achieved_occupancy_pct", toNumber(at("sm__warps_active.avg.pct_of_peak_sustained_active")) },
             { "duration_ns", toNumber(at("gpu__time_duration.sum")) } };
+        if (!at("dram__bytes.sum").empty())
+            k["dram_bytes"] = bytes("dram__bytes.sum");
         std::vector<std::pair<double, std::string>> stalls;
         for (const char* s : kStalls) {
             const std::string v = at(stallMetric(s));
@@ -140,7 +158,18 @@ nlohmann::json parseNcuCsv(const std::string& text)
     for (size_t i = 1; i < kernels.size(); ++i)
         if (kernels[i]["duration_ns"].get<double>() > kernels[main]["duration_ns"].get<double>())
             main = i;
-    return { { "tool", "ncu" }, { "kernels", kernels }, { "main", kernels[main] } };
+    nlohmann::json out = { { "tool", "ncu" }, { "kernels", kernels }, { "main", kernels[main] } };
+    // The DRAM traffic of the whole call (every kernel of it): the measured roofline intensity.
+    double dram = 0;
+    bool measured = false;
+    for (const auto& k : kernels)
+        if (k.contains("dram_bytes")) {
+            dram += k["dram_bytes"].get<double>();
+            measured = true;
+        }
+    if (measured)
+        out["dram_bytes"] = dram;
+    return out;
 }
 
 std::string ncuEvidence(const nlohmann::json& profile)
