@@ -29,8 +29,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size)
         } else {
             // A folder that does not exist: `[shapes] production` cannot reach a real file.
             detail::ParsedProblem p = detail::readProblemToml(text, "/nonexistent-hone-fuzz/problem.toml");
-            HONE_FUZZ_CHECK(p.spec.benchWeights.size() == p.spec.benchShapes.size(),
-                "one weight per bench shape");
+            HONE_FUZZ_CHECK(
+                p.spec.benchWeights.size() == p.spec.benchShapes.size(), "one weight per bench shape");
             // What an eval request carries: every shape resolved, expressions evaluated.
             (void)resolveProblem(p.spec);
         }

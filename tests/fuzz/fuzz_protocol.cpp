@@ -28,8 +28,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size)
             for (const auto& shape : s.shapes)
                 HONE_FUZZ_CHECK(shape.medianNs > 0, "an ok result times every shape");
         // What the store writes back: the summary's text must serialise.
-        nlohmann::json back = { { "kind", s.failureKind }, { "message", s.failureMessage },
-            { "evidence", s.evidence } };
+        nlohmann::json back
+            = { { "kind", s.failureKind }, { "message", s.failureMessage }, { "evidence", s.evidence } };
         (void)back.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
     } catch (const protocol::ProtocolError& e) {
         HONE_FUZZ_CHECK(e.what()[0] != '\0', "a ProtocolError says what is wrong");
