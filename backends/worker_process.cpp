@@ -143,6 +143,8 @@ WorkerProcess::WorkerProcess(const WorkerCommand& cmd, const WorkerLimits& limit
             struct rlimit rl {as, as};
             setrlimit(RLIMIT_AS, &rl);
         }
+#else
+        (void)limits;
 #endif
         execvp(argv[0], argv.data());
         // Only async-signal-safe calls between fork and exec: the parent has threads (so no

@@ -110,7 +110,7 @@ private:
                     if (!nb.empty())
                         child = nb[below(rng, nb.size())];
                 }
-                bool dup = std::any_of(gen.begin(), gen.end(), [&](const Member& m) { return m.point == child; });
+                bool dup = std::any_of(gen.begin(), gen.end(), [&, &point = child](const Member& m) { return m.point == point; });
                 if (m_domain->admissible(child) && !dup)
                     gen.push_back({child, nodeAt(from)});
                 if (gen.size() >= cap)

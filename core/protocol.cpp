@@ -150,6 +150,9 @@ EvalSummary summarize(const nlohmann::json& result)
             const double index = number(e, "index");
             if (index < 0)
                 throw ProtocolError("result.shapes holds a negative index");
+            // Converting a double past size_t's range is undefined (tests/fuzz/fuzz_protocol).
+            if (index > 1e9)
+                throw ProtocolError("result.shapes holds an index past any bench shape");
             x.index = static_cast<size_t>(index);
             x.label = text(e, "shape");
             x.speedup = number(e, "speedup");

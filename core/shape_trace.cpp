@@ -199,6 +199,9 @@ std::vector<TraceRow> TraceReader::readJson(std::string_view text)
     } catch (const nlohmann::json::parse_error& e) {
         const auto [line, column] = lineColumn(text, e.byte == 0 ? 0 : e.byte - 1);
         fail(line, column, "", "not valid JSON", rowExpected);
+    } catch (const nlohmann::json::out_of_range& e) {
+        // A number past double's range ("1e400"): the parser names no position for it.
+        fail(1, 1, "", std::string("a number is out of range (") + e.what() + ")", rowExpected);
     }
     if (!j.is_array())
         fail(1, 1, "", "the top level is not an array", rowExpected);
@@ -255,7 +258,11 @@ std::vector<TraceRow> TraceReader::finish(std::vector<TraceRow> rows) const
     std::map<ShapeBinding, size_t> index;
     for (auto& r : rows) {
         if (const auto it = index.find(r.shape); it != index.end()) {
-            merged[it->second].count += r.count;
+            TraceRow& m = merged[it->second];
+            m.count += r.count;
+            if (!std::isfinite(m.count)) // counts near DBL_MAX that overflow when added
+                fail(r.line, 1, kCountColumn, "the counts of this shape add up past a double's range",
+                    "counts of calls, or shares, of ordinary size");
             continue;
         }
         index.emplace(r.shape, merged.size());

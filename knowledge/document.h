@@ -107,6 +107,9 @@ SourceDocument readDocument(const std::string& path, const IngestOverrides& over
 SourceDocument parseMarkdown(const std::string& text, const std::string& name);
 SourceDocument parsePlainText(const std::string& text, const std::string& name);
 SourceDocument parseHtml(const std::string& text, const std::string& name);
+/// The text stage of PDF ingestion: one section per page that has text, headed by its first
+/// line when that reads as a heading. Throws IngestError when no page has text.
+SourceDocument parsePdfText(const std::vector<std::string>& pages, const std::string& name);
 
 /// True when poppler-cpp was found at build time.
 bool pdfSupported();

@@ -280,9 +280,10 @@ void checkText(const std::string& path, const std::string& text, const std::stri
             + std::filesystem::path(path).extension().string());
 }
 
-SourceDocument parsePdf(const std::string& path)
+} // namespace
+
+SourceDocument parsePdfText(const std::vector<std::string>& pages, const std::string& path)
 {
-    std::vector<std::string> pages = readPdfPages(path);
     SourceDocument doc;
     doc.format = "pdf";
     doc.uid = stemOf(path);
@@ -314,8 +315,6 @@ SourceDocument parsePdf(const std::string& path)
             + " page(s); a scanned PDF needs OCR first (e.g. ocrmypdf), then add the result");
     return doc;
 }
-
-} // namespace
 
 SourceDocument parseMarkdown(const std::string& text, const std::string& name)
 {
@@ -355,7 +354,7 @@ SourceDocument readDocument(const std::string& path, const IngestOverrides& o)
     if (ext == ".pdf") {
         if (!std::filesystem::exists(path))
             throw IngestError(path + ": no such file; check the path");
-        doc = parsePdf(path);
+        doc = parsePdfText(readPdfPages(path), path);
     } else if (ext == ".md" || ext == ".markdown" || ext == ".txt" || ext == ".text" || ext == ".html"
         || ext == ".htm") {
         std::string text = readFile(path);

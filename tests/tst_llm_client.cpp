@@ -555,6 +555,44 @@ private slots:
         QCOMPARE(reply.attempts, 1);
     }
 
+    /// Found by tests/fuzz/fuzz_sse: a field of an unexpected type (an event `type` that is an
+    /// object, a choice `index` that is a string) threw out of the stream callback and ended hone.
+    /// Such fields are now ignored like unknown ones, and the well-formed rest of the reply counts.
+    void fieldsOfAnotherTypeAreIgnored_data()
+    {
+        QTest::addColumn<int>("protocol");
+        QTest::addColumn<QString>("body");
+        QTest::addRow("openai choice index as text")
+            << int(llm::Protocol::OpenAi)
+            << QString("data: {\"choices\":[{\"index\":\"0\",\"delta\":{\"content\":\"zz\"}},"
+                       "{\"index\":0,\"delta\":{\"content\":\"ok\"}}]}\n\n"
+                       "data: {\"choices\":[{\"index\":1e300,\"delta\":{\"content\":\"zz\"}},"
+                       "{\"index\":0,\"delta\":{},\"finish_reason\":\"stop\"}]}\n\ndata: [DONE]\n\n");
+        QTest::addRow("anthropic event type as an object")
+            << int(llm::Protocol::Anthropic)
+            << QString("event: ping\ndata: {\"type\":{\"x\":1}}\n\n"
+                       "event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"delta\":"
+                       "{\"type\":\"text_delta\",\"text\":[\"zz\"]}}\n\n"
+                       "event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"delta\":"
+                       "{\"type\":\"text_delta\",\"text\":\"ok\"}}\n\n"
+                       "event: message_delta\ndata: {\"type\":\"message_delta\",\"delta\":"
+                       "{\"stop_reason\":\"end_turn\"}}\n\nevent: message_stop\ndata: {\"type\":\"message_stop\"}\n\n");
+    }
+    void fieldsOfAnotherTypeAreIgnored()
+    {
+        QFETCH(int, protocol);
+        QFETCH(QString, body);
+        ScriptedLlmServer server;
+        ScriptedReply r;
+        r.rawBody = body.toStdString();
+        r.contentType = "text/event-stream";
+        server.push(r);
+        auto client = llm::makeClient(config(server, static_cast<llm::Protocol>(protocol)));
+        core::LlmReply reply = client->complete(request(true), nullptr, nullptr);
+        QVERIFY2(reply.ok, reply.errorMessage.c_str());
+        QCOMPARE(QString::fromStdString(reply.text), QString("ok"));
+    }
+
     void unreachableEndpoint()
     {
         ScriptedLlmServer* gone = new ScriptedLlmServer;

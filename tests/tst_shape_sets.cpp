@@ -222,6 +222,17 @@ private slots:
             << "trace.json" << "[{\"M\": 64, \"N\": 128, \"count\": 1},\n {\"M\": 64, \"K\": 128, \"count\": 1}]"
             << "trace.json:2:2: field '[1]': row names other symbols than row 0; expected the same symbols in "
                "every row";
+        // Found by tests/fuzz/fuzz_problem_reader: a number past double's range escaped as a JSON
+        // out_of_range exception, and counts near DBL_MAX added up to an infinite weight.
+        QTest::addRow("json number out of range")
+            << "trace.json" << "[{\"M\": 1e400, \"count\": 1}]"
+            << "trace.json:1:1: field '': a number is out of range ([json.exception.out_of_range.406] number "
+               "overflow parsing '1e400'); expected an array of objects such as [{\"M\": 64, \"N\": 1000, "
+               "\"count\": 120}]";
+        QTest::addRow("csv counts that add up past a double")
+            << "trace.csv" << "M,N,count\n64,128,1e308\n64,128,1e308\n"
+            << "trace.csv:3:1: field 'count': the counts of this shape add up past a double's range; expected "
+               "counts of calls, or shares, of ordinary size";
         QTest::addRow("unknown trace format")
             << "trace.txt" << "M N count\n"
             << "trace.txt:1:1: field '': unknown trace format '.txt'; expected a .csv or .json file";

@@ -28,8 +28,8 @@ std::string errorText(const nlohmann::json& j)
 {
     auto e = j.find("error");
     if (e != j.end() && e->is_object()) {
-        std::string type = e->value("type", std::string());
-        std::string msg = e->value("message", std::string());
+        std::string type = stringField(*e, "type");
+        std::string msg = stringField(*e, "message");
         return type.empty() ? msg : type + ": " + msg;
     }
     return j.dump();
@@ -75,15 +75,15 @@ std::string AnthropicClient::onEvent(const SseEvent& ev, AttemptState& st) const
             st.error = "a stream event is not a JSON object: " + excerpt(ev.data);
         return {};
     }
-    const std::string type = j.value("type", ev.event);
+    const std::string type = stringField(j, "type", ev.event);
     if (type == "message_start") {
         if (auto m = j.find("message"); m != j.end() && m->is_object())
             if (auto u = m->find("usage"); u != m->end())
                 readUsage(*u, st);
     } else if (type == "content_block_delta") {
         auto d = j.find("delta");
-        if (d != j.end() && d->is_object() && d->value("type", std::string()) == "text_delta") {
-            std::string text = d->value("text", std::string());
+        if (d != j.end() && d->is_object() && stringField(*d, "type") == "text_delta") {
+            std::string text = stringField(*d, "text");
             st.text += text;
             return text;
         }
@@ -114,7 +114,7 @@ void AnthropicClient::onWhole(const std::string& body, AttemptState& st) const
         st.error = "the body is not a JSON object: " + excerpt(body);
         return;
     }
-    if (j.value("type", std::string()) == "error") {
+    if (stringField(j, "type") == "error") {
         st.error = "the reply is an error: " + errorText(j);
         return;
     }
@@ -124,8 +124,8 @@ void AnthropicClient::onWhole(const std::string& body, AttemptState& st) const
         return;
     }
     for (const auto& part : *c)
-        if (part.is_object() && part.value("type", std::string()) == "text")
-            st.text += part.value("text", std::string());
+        if (part.is_object() && stringField(part, "type") == "text")
+            st.text += stringField(part, "text");
     if (auto s = j.find("stop_reason"); s != j.end() && s->is_string())
         st.finishReason = s->get<std::string>();
     if (auto u = j.find("usage"); u != j.end())

@@ -59,6 +59,14 @@ ChatClient::ChatClient(ClientConfig config)
         m_config.baseUrl.pop_back();
 }
 
+std::string stringField(const nlohmann::json& object, const char* key, std::string fallback)
+{
+    if (!object.is_object())
+        return fallback;
+    auto it = object.find(key);
+    return it != object.end() && it->is_string() ? it->get<std::string>() : fallback;
+}
+
 std::chrono::milliseconds ChatClient::nextDelay(int attempt)
 {
     std::lock_guard lock(m_rngMutex);

@@ -71,6 +71,11 @@ public:
     const ClientConfig& config() const { return m_config; }
     const ConcurrencyLimiter& limiter() const { return m_limiter; }
 
+    /// One streamed event, or a whole body, decoded as complete() decodes it; public for the
+    /// fuzzer (tests/fuzz/fuzz_sse.cpp).
+    std::string decodeEvent(const SseEvent& event, AttemptState& state) const { return onEvent(event, state); }
+    void decodeWhole(const std::string& body, AttemptState& state) const { onWhole(body, state); }
+
 protected:
     virtual std::string endpoint() const = 0;
     virtual std::vector<std::string> headers(bool stream) const = 0;
@@ -129,6 +134,11 @@ protected:
     void onWhole(const std::string& body, AttemptState& state) const override;
     bool truncatedBy(const std::string& finishReason) const override { return finishReason == "max_tokens"; }
 };
+
+/// `object[key]` when it is a string, else `fallback`. Providers' replies are read with this (not
+/// json::value, which throws on a field of another type): a malformed reply is an error in the
+/// attempt, never an exception thrown through libcurl's callback.
+std::string stringField(const nlohmann::json& object, const char* key, std::string fallback = {});
 
 /// The client for `config.protocol`.
 std::unique_ptr<ChatClient> makeClient(ClientConfig config);

@@ -23,8 +23,8 @@ std::string contentText(const nlohmann::json& content)
     std::string out;
     if (content.is_array())
         for (const auto& part : content)
-            if (part.is_object() && part.value("type", std::string()) == "text")
-                out += part.value("text", std::string());
+            if (part.is_object() && stringField(part, "type") == "text")
+                out += stringField(part, "text");
     return out;
 }
 
@@ -44,7 +44,7 @@ std::string errorText(const nlohmann::json& e)
     if (e.is_string())
         return e.get<std::string>();
     if (e.is_object())
-        return e.value("message", e.dump());
+        return stringField(e, "message", e.dump());
     return e.dump();
 }
 
@@ -102,7 +102,10 @@ std::string OpenAiClient::onEvent(const SseEvent& ev, AttemptState& st) const
     std::string delta;
     if (auto c = j.find("choices"); c != j.end() && c->is_array()) {
         for (const auto& ch : *c) {
-            if (!ch.is_object() || ch.value("index", 0) != 0)
+            if (!ch.is_object())
+                continue;
+            // Only the first choice; an index that is not the number 0 is another choice.
+            if (auto i = ch.find("index"); i != ch.end() && !(i->is_number() && *i == 0))
                 continue;
             if (auto d = ch.find("delta"); d != ch.end() && d->is_object())
                 if (auto content = d->find("content"); content != d->end())

@@ -396,6 +396,16 @@ int runProfileOnce(const std::string&, const std::filesystem::path&)
 
 } // namespace
 
+#if defined(__SANITIZE_ADDRESS__)
+// AddressSanitizer builds (the `asan` preset): a candidate's crash must end its runner on the
+// signal, as in a release build (the judge reports "crash" with the signal's name), not in
+// ASan's SEGV report and exit code 1. The judge's and runner's own code stays instrumented.
+extern "C" const char* __asan_default_options()
+{
+    return "handle_segv=0:handle_sigbus=0:handle_sigfpe=0:handle_sigill=0";
+}
+#endif
+
 int main(int argc, char** argv)
 {
     bool stdio = false;
