@@ -426,7 +426,7 @@ int cmdReplay(const KbOptions& o, const std::string& store)
 /// fresh store); running it again adds only what changed.
 int cmdInit(const KbOptions& o, const std::string& store)
 {
-    const std::filesystem::path dir = kb::bundledCorpusDir(HONE_SOURCE_DIR);
+    const std::filesystem::path dir = kb::bundledCorpusDir();
     if (dir.empty())
         throw CliError(ExitCode::Environment,
             "the bundled knowledge corpus (resources/knowledge) was not found; set HONE_RESOURCES to Hone's "

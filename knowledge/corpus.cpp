@@ -1,5 +1,6 @@
 #include "knowledge/corpus.h"
 
+#include "core/resources.h"
 #include "knowledge/document.h"
 
 #include <algorithm>
@@ -9,21 +10,9 @@ namespace hone::knowledge {
 
 namespace fs = std::filesystem;
 
-fs::path bundledCorpusDir(const fs::path& sourceTree)
+fs::path bundledCorpusDir()
 {
-    std::vector<fs::path> candidates;
-    if (const char* r = std::getenv("HONE_RESOURCES"); r && *r)
-        candidates.push_back(fs::path(r) / "knowledge");
-    std::error_code ec;
-    const fs::path exe = fs::read_symlink("/proc/self/exe", ec);
-    if (!ec)
-        candidates.push_back(exe.parent_path().parent_path() / "share" / "hone" / "knowledge");
-    if (!sourceTree.empty())
-        candidates.push_back(sourceTree / "resources" / "knowledge");
-    for (const auto& c : candidates)
-        if (fs::is_directory(c, ec))
-            return c;
-    return {};
+    return core::findResource("knowledge");
 }
 
 std::vector<SourceDocument> readCorpus(const fs::path& dir)

@@ -10,9 +10,9 @@ namespace hone::knowledge {
 /// The corpus Hone ships (resources/knowledge: correctness rules, hardware notes, guidance) and
 /// the import a fresh knowledge base is offered (`hone kb init`, the workbench's curator).
 
-/// The bundled corpus folder: $HONE_RESOURCES/knowledge, then share/hone/knowledge next to the
-/// running binary, then `sourceTree`/resources/knowledge (a build tree); empty when none exists.
-std::filesystem::path bundledCorpusDir(const std::filesystem::path& sourceTree = {});
+/// The bundled corpus folder, `knowledge` of the resources folder that core::findResource finds
+/// ($HONE_RESOURCES, share/hone beside the binary, the source tree); empty when none has it.
+std::filesystem::path bundledCorpusDir();
 
 /// The corpus's documents (every .md file of `dir`, sorted by name). Throws IngestError
 /// naming the file when one cannot be read, and when the folder holds none.

@@ -97,7 +97,7 @@ MainWindow::MainWindow(WorkbenchConfig config, QWidget* parent)
     m_progress = new views::ProgressPlot(&m_data, this);
     m_hits = new views::KnowledgeHits(&m_data, &m_selection, m_kb.get(), this);
     m_curator = new views::KbCurator(m_kb.get(), this);
-    m_curator->setCorpusDir(QString::fromStdString(knowledge::bundledCorpusDir(HONE_SOURCE_DIR).string()));
+    m_curator->setCorpusDir(QString::fromStdString(knowledge::bundledCorpusDir().string()));
     m_review = new views::ReviewPanel(&m_data, &m_selection, &m_actions, this);
     m_review->setStore(m_store.get());
     m_review->setExportRoot(m_config.exportRoot);
