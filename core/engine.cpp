@@ -442,6 +442,7 @@ Report Engine::resume(int64_t sessionId, EngineObserver* observer, int extraBudg
         }
         const EvaluationRecord& e = it->second;
         m_tree.setResult(r->id, e.status == "ok", e.speedup, e.failureKind);
+        m_tree.node(r->id).bound = e.bound;
         ++m_alreadyEvaluated;
     }
     // The memory policy's statistics: the stored nodes and results, told in proposal order, give
@@ -670,6 +671,7 @@ Report Engine::loop(EngineObserver* observer)
     auto apply = [&](Arrived& a) {
         m_tree.removeVirtualLoss(a.node);
         m_tree.setResult(a.node, a.summary.ok, a.summary.speedup, a.summary.failureKind);
+        m_tree.node(a.node).bound = a.summary.bound; // the guided knob policy reads the parent's diagnosis
         m_memory.applied(a.node, a.summary.ok, a.summary.speedup, m_tree.node(m_tree.node(a.node).parent).speedup);
         noteOutcome(a.node, a.summary, a.result);
         summaries[a.node] = a.summary;
