@@ -13,6 +13,9 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <map>
 #include <memory>
 #include <optional>
 #include <sstream>
@@ -34,7 +37,28 @@ struct ReplayCliOptions {
     bool uctWidening = false;
     std::optional<int> evoArchive;
     std::optional<int> evoTournament;
+    std::string actsFrom; // a problem or seeds folder whose hone:knob acts= the recorded sources adopt
 };
+
+/// The knob spaces of the seed files in `dir` (its seeds/ folder when it has one), by file name.
+std::map<std::string, core::KnobSpace> seedSpaces(const std::string& dir)
+{
+    namespace fs = std::filesystem;
+    fs::path folder = fs::is_directory(fs::path(dir) / "seeds") ? fs::path(dir) / "seeds" : fs::path(dir);
+    if (!fs::is_directory(folder))
+        throw CliError(ExitCode::Usage, "--acts-from: " + dir + " is not a folder; expected a problem folder or its seeds/");
+    std::map<std::string, core::KnobSpace> out;
+    for (const auto& entry : fs::directory_iterator(folder)) {
+        const std::string ext = entry.path().extension().string();
+        if (!entry.is_regular_file() || (ext != ".cu" && ext != ".cpp" && ext != ".hip"))
+            continue;
+        std::ifstream in(entry.path(), std::ios::binary);
+        std::stringstream text;
+        text << in.rdbuf();
+        out[entry.path().filename().string()] = core::parseKnobSpace(text.str(), entry.path().string());
+    }
+    return out;
+}
 
 std::vector<std::string> splitPolicies(const std::string& list)
 {
@@ -80,6 +104,8 @@ int cmdReplay(const ReplayCliOptions& o, const std::string& storePath)
         throw CliError(ExitCode::Usage, "--seeds must be at least 1");
     core::Store store(storePath);
     auto table = core::ReplayTable::fromStore(store, o.sessions);
+    const int adopted = o.actsFrom.empty() ? 0 : table.adoptActs(seedSpaces(o.actsFrom));
+    const auto [knobCount, withActs] = table.actsCoverage();
     const int budget = o.budget > 0 ? o.budget : static_cast<int>(table.size());
     const auto [fewest, most] = table.timingsPerCandidate();
     const std::string noise = most > 1
@@ -90,7 +116,9 @@ int cmdReplay(const ReplayCliOptions& o, const std::string& storePath)
         {"budget", budget}, {"seeds", o.seeds}, {"first_seed", o.firstSeed},
         {"timings_per_candidate", {fewest, most}}, {"noise", noise},
         {"unrecorded", "nearest recorded assignment of the same source"},
-        {"never_reached_counts_as", budget + 1}, {"policies", nlohmann::json::array()}};
+        {"never_reached_counts_as", budget + 1},
+        {"acts", {{"knobs", knobCount}, {"declared", withActs}, {"adopted", adopted}}},
+        {"policies", nlohmann::json::array()}};
     if (!o.json)
         std::printf("replay of %zu recorded candidates, best %.3fx, budget %d evaluations, seeds %llu-%llu; %s; a "
                     "candidate never recorded gets the result of the nearest recorded one of its source\n"
@@ -99,6 +127,9 @@ int cmdReplay(const ReplayCliOptions& o, const std::string& storePath)
             table.size(), table.bestSpeedup(), budget, static_cast<unsigned long long>(o.firstSeed),
             static_cast<unsigned long long>(o.firstSeed + static_cast<uint64_t>(o.seeds) - 1), noise.c_str(), budget + 1,
             "policy", "median", "95% CI", "p75", "p90", "reached", "to-best", "exact");
+    if (!o.json && (withActs > 0 || !o.actsFrom.empty()))
+        std::printf("(%d of the recorded sources' %d knobs declare acts=, %d of them taken from %s)\n", withActs,
+            knobCount, adopted, o.actsFrom.empty() ? "no folder" : o.actsFrom.c_str());
     std::optional<double> uniformMedian;
     for (const auto& policy : policies) {
         std::vector<int> toBest, to5;
@@ -191,7 +222,10 @@ void addReplayCommand(CLI::App& app, const std::string& storePath)
     cmd->add_option("session", o->sessions, "session ids of one problem; their evaluations form one table")
         ->required();
     cmd->add_option("--policy", o->policies,
-        "uct, evolutionary, greedy, random, uniform, hillclimb, anneal, genetic, tpe, a comma-separated list, or all");
+        "uct, evolutionary, greedy, random, uniform, hillclimb, anneal, genetic, tpe, guided, a comma-separated list, or all");
+    cmd->add_option("--acts-from", o->actsFrom,
+        "a problem (or seeds) folder: recorded sources of the same file name take its knobs' acts= declarations "
+        "(for the guided policy on recordings made before they existed)");
     cmd->add_option("--seeds", o->seeds, "replays per policy, seeds S, S+1, ... (default 1000)")
         ->check(CLI::Range(1, 100000));
     cmd->add_flag("--runs", o->runs, "also print (or list in --json) every replay's numbers");

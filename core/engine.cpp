@@ -422,6 +422,7 @@ Report Engine::resume(int64_t sessionId, EngineObserver* observer, int extraBudg
         }
         const EvaluationRecord& e = it->second;
         m_tree.setResult(r->id, e.status == "ok", e.speedup, e.failureKind);
+        m_tree.node(r->id).bound = e.bound;
         ++m_alreadyEvaluated;
     }
     // The memory policy's statistics: the stored nodes and results, told in proposal order, give

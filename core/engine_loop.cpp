@@ -297,6 +297,7 @@ void Engine::Loop::apply(Arrived& a)
 {
     e.m_tree.removeVirtualLoss(a.node);
     e.m_tree.setResult(a.node, a.summary.ok, a.summary.speedup, a.summary.failureKind);
+    e.m_tree.node(a.node).bound = a.summary.bound; // the guided knob policy reads the parent's diagnosis
     e.m_memory.applied(a.node, a.summary.ok, a.summary.speedup, e.m_tree.node(e.m_tree.node(a.node).parent).speedup);
     e.noteOutcome(a.node, a.summary, a.result);
     m_summaries[a.node] = a.summary;

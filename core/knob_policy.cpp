@@ -383,7 +383,7 @@ private:
 
 const std::vector<std::string>& knobPolicyNames()
 {
-    static const std::vector<std::string> names {"uniform", "hillclimb", "anneal", "genetic", "tpe"};
+    static const std::vector<std::string> names {"uniform", "hillclimb", "anneal", "genetic", "tpe", "guided"};
     return names;
 }
 
@@ -417,6 +417,8 @@ std::unique_ptr<KnobPolicy> makeKnobPolicy(
         return makeGenetic(std::move(domain), sessionSeed, params.genetic);
     if (name == "tpe")
         return makeTpe(std::move(domain), sessionSeed, params.tpe);
+    if (name == "guided")
+        return makeGuided(std::move(domain), sessionSeed, params.guided);
     throw std::invalid_argument("unknown knob-space policy '" + name + "'");
 }
 

@@ -88,10 +88,17 @@ struct TpeParams {
     double priorWeight = 1.0; // a uniform prior of this many observations in l and g
 };
 
+struct GuidedParams {
+    double priorWins = 1.0;   // Beta(priorWins + wins, priorLosses + losses) per (diagnosis, acts)
+    double priorLosses = 1.0;
+    double minGain = 0.01;    // a one-knob move "helped" when its speedup beat the parent's by this
+};
+
 struct KnobPolicyParams {
     AnnealParams anneal;
     GeneticParams genetic;
     TpeParams tpe;
+    GuidedParams guided;
 };
 
 /// A tuning baseline that proposes points of the knob domain directly, instead of choosing a
@@ -106,7 +113,7 @@ public:
     virtual std::optional<KnobMove> next(const SearchTree& tree, std::mt19937_64& rng) = 0;
 };
 
-/// uniform | hillclimb | anneal | genetic | tpe. Throws std::invalid_argument for other names.
+/// uniform | hillclimb | anneal | genetic | tpe | guided. Throws std::invalid_argument for other names.
 std::unique_ptr<KnobPolicy> makeKnobPolicy(const std::string& name, std::shared_ptr<const KnobDomain> domain,
     uint64_t sessionSeed, const KnobPolicyParams& params = {});
 

@@ -54,5 +54,6 @@ private:
 
 std::unique_ptr<KnobPolicy> makeGenetic(std::shared_ptr<const KnobDomain> d, uint64_t seed, const GeneticParams& p);
 std::unique_ptr<KnobPolicy> makeTpe(std::shared_ptr<const KnobDomain> d, uint64_t seed, const TpeParams& p);
+std::unique_ptr<KnobPolicy> makeGuided(std::shared_ptr<const KnobDomain> d, uint64_t seed, const GuidedParams& p);
 
 } // namespace hone::core::knobpolicy

@@ -60,6 +60,13 @@ std::vector<std::string> splitWords(const std::string& s)
 
 } // namespace
 
+const std::vector<std::string>& knobActsKinds()
+{
+    static const std::vector<std::string> kinds {"bytes_per_access", "parallelism", "work_per_thread",
+        "memory_pipeline", "reduction", "cache_policy", "launch_shape", "arithmetic"};
+    return kinds;
+}
+
 const KnobDecl* KnobSpace::find(const std::string& name) const
 {
     for (const auto& k : knobs)
@@ -227,6 +234,25 @@ KnobSpace parseKnobSpace(const std::string& source, const std::string& fileName)
             if (space.find(decl.name))
                 fail("knob '" + decl.name + "' is declared twice; expected each knob once");
             std::string values = body.substr(eq + 1);
+            // An optional trailing `acts=KIND` (values never hold '=').
+            if (const auto actsEq = values.find('='); actsEq != std::string::npos) {
+                const auto keyStart = values.find_last_of(" \t|", actsEq);
+                const std::string key = trim(std::string_view(values).substr(
+                    keyStart == std::string::npos ? 0 : keyStart + 1,
+                    actsEq - (keyStart == std::string::npos ? 0 : keyStart + 1)));
+                if (key != "acts" || keyStart == std::string::npos || values[keyStart] == '|')
+                    fail("knob '" + decl.name + "': unexpected '" + key + "=' in its values; expected 'NAME = v1 | v2 | ..."
+                        + "' optionally followed by ' acts=KIND'");
+                decl.acts = trim(std::string_view(values).substr(actsEq + 1));
+                const auto& kinds = knobActsKinds();
+                if (std::find(kinds.begin(), kinds.end(), decl.acts) == kinds.end()) {
+                    std::string list;
+                    for (const auto& k : kinds)
+                        list += (list.empty() ? "" : ", ") + k;
+                    fail("knob '" + decl.name + "' acts='" + decl.acts + "' is not a known kind; expected one of " + list);
+                }
+                values = values.substr(0, keyStart);
+            }
             size_t start = 0;
             while (true) {
                 size_t bar = values.find('|', start);

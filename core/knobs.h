@@ -10,12 +10,17 @@
 
 namespace hone::core {
 
-/// One `// hone:knob NAME = a | b | c` line.
+/// One `// hone:knob NAME = a | b | c [acts=KIND]` line.
 struct KnobDecl {
     std::string name;
     std::vector<std::string> values; // in declaration order (neighbours are adjacent values)
     int line = 0;
+    std::string acts; // what the knob acts on, one of knobActsKinds(); "" when not declared
 };
+
+/// The `acts=` vocabulary of docs/FORMATS.md: bytes_per_access, parallelism, work_per_thread,
+/// memory_pipeline, reduction, cache_policy, launch_shape, arithmetic.
+const std::vector<std::string>& knobActsKinds();
 
 /// A knob assignment, NAME -> value text. Ordered so that it prints and hashes stably.
 using KnobValues = std::map<std::string, std::string>;

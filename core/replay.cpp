@@ -95,7 +95,7 @@ ReplayTable ReplayTable::fromStore(const Store& store, const std::vector<int64_t
                     n->second->sourceHash, knobsOf(n->second->knobs), n->second->flags)))
                 continue;
             table.addResult(n->second->sourceHash, knobsOf(n->second->knobs), n->second->flags,
-                {e.status == "ok", e.status == "ok" ? e.speedup : 0.0, e.failureKind});
+                {e.status == "ok", e.status == "ok" ? e.speedup : 0.0, e.failureKind, e.bound});
         }
     }
     if (table.m_results.empty() || table.m_seeds.empty())
@@ -106,6 +106,37 @@ ReplayTable ReplayTable::fromStore(const Store& store, const std::vector<int64_t
 void ReplayTable::addSource(const std::string& sourceHash, KnobSpace space)
 {
     m_spaces[sourceHash] = std::move(space);
+}
+
+int ReplayTable::adoptActs(const std::map<std::string, KnobSpace>& byFileName)
+{
+    int adopted = 0;
+    for (auto& [hash, space] : m_spaces) {
+        auto name = m_names.find(hash);
+        auto current = name == m_names.end() ? byFileName.end() : byFileName.find(name->second);
+        if (current == byFileName.end())
+            continue;
+        for (KnobDecl& k : space.knobs) {
+            const KnobDecl* now = current->second.find(k.name);
+            if (now && now->values == k.values && !now->acts.empty() && k.acts != now->acts) {
+                k.acts = now->acts;
+                ++adopted;
+            }
+        }
+    }
+    m_domain.reset();
+    return adopted;
+}
+
+std::pair<int, int> ReplayTable::actsCoverage() const
+{
+    int knobs = 0, withActs = 0;
+    for (const auto& [hash, space] : m_spaces)
+        for (const KnobDecl& k : space.knobs) {
+            ++knobs;
+            withActs += k.acts.empty() ? 0 : 1;
+        }
+    return {knobs, withActs};
 }
 
 void ReplayTable::addSeed(SeedEntry seed)
@@ -134,7 +165,13 @@ ReplayTable::Outcome ReplayTable::typicalOf(const std::vector<Outcome>& timings)
         return timings.front();
     std::sort(ok.begin(), ok.end());
     size_t n = ok.size();
-    return {true, n % 2 ? ok[n / 2] : 0.5 * (ok[n / 2 - 1] + ok[n / 2]), ""};
+    std::string bound; // the first successful timing's diagnosis
+    for (const Outcome& o : timings)
+        if (o.ok) {
+            bound = o.bound;
+            break;
+        }
+    return {true, n % 2 ? ok[n / 2] : 0.5 * (ok[n / 2 - 1] + ok[n / 2]), "", bound};
 }
 
 std::pair<size_t, size_t> ReplayTable::timingsPerCandidate() const
@@ -206,7 +243,7 @@ ReplayTable::Outcome ReplayTable::lookup(const std::string& sourceHash, const Kn
         *typical = nearest && nearest->typical.ok ? nearest->typical.speedup : 0.0;
     if (nearest)
         return nearest->typical;
-    return {false, 0.0, "not_recorded"};
+    return {false, 0.0, "not_recorded", ""};
 }
 
 ReplayResult replaySearch(const ReplayTable& table, const ReplayOptions& options)
@@ -236,6 +273,7 @@ ReplayResult replaySearch(const ReplayTable& table, const ReplayOptions& options
         double typical = 0;
         auto out = table.lookup(n.sourceHash, n.knobs, n.flags, &exact, &noise, &typical);
         r.tree.setResult(id, out.ok, out.speedup, out.failureKind);
+        r.tree.node(id).bound = out.bound;
         memory.applied(id, out.ok, out.speedup, r.tree.node(n.parent).speedup);
         r.operators.push_back(n.op);
         r.exactHits += exact ? 1 : 0;

@@ -25,6 +25,7 @@ public:
         bool ok = false;
         double speedup = 0;
         std::string failureKind;
+        std::string bound; // the evaluation's diagnosis; "" unknown
     };
     struct SeedEntry {
         std::string sourceHash;
@@ -47,6 +48,13 @@ public:
     static ReplayTable fromStore(const Store& store, const std::vector<int64_t>& sessions);
 
     void addSource(const std::string& sourceHash, KnobSpace space);
+    /// Copies `acts=` declarations from current seed files (file name -> its knob space) onto the
+    /// recorded sources of the same file name, knob by knob where name and values agree: a
+    /// recording made before its seeds declared `acts` replays with them. Call before domain().
+    /// Returns the number of recorded knobs that got an `acts`.
+    int adoptActs(const std::map<std::string, KnobSpace>& byFileName);
+    /// Knobs of the recorded sources, and how many of them declare `acts`.
+    std::pair<int, int> actsCoverage() const;
     /// Seeds (and warm-start nodes) are evaluated first, in the order added (the baseline first).
     void addSeed(SeedEntry seed);
     void setRecording(Recording r) { m_recording = std::move(r); }

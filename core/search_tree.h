@@ -31,6 +31,7 @@ struct Node {
     double speedup = 0;             // over the baseline seed, interleaved in one worker
     double reward = 0;              // log2(1 + speedup); 0 for a failure
     std::string failureKind;
+    std::string bound;              // the evaluation's diagnosis: memory | compute | latency | occupancy; "" unknown
 
     // Search statistics over the subtree (this node's own evaluation included).
     int visits = 0;

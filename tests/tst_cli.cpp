@@ -257,8 +257,7 @@ private slots:
         QVERIFY2(budgetLine.contains(QStringLiteral("(default: %1)").arg(hone::core::RunOptions {}.budget)),
             qPrintable(run.out));
         const QString policyLine = entry(QStringLiteral("--policy"));
-        QVERIFY2(policyLine.contains(
-                     QStringLiteral("{uct,evolutionary,greedy,random,uniform,hillclimb,anneal,genetic,tpe}"))
+        QVERIFY2(policyLine.contains(QStringLiteral("{uct,evolutionary,greedy,random,uniform,hillclimb,anneal,genetic,tpe,guided}"))
                 && policyLine.contains(QStringLiteral("(default: uct)")),
             qPrintable(policyLine));
     }
@@ -428,8 +427,7 @@ private slots:
         QVERIFY(bashComplete(r.out, { "hone", "run", "--bud" }).contains(QStringLiteral("--budget")));
         QVERIFY(bashComplete(r.out, { "hone", "--store", "x.db", "show", "--st" })
                     .contains(QStringLiteral("--store")));
-        QCOMPARE(
-            bashComplete(r.out, { "hone", "run", "--policy", "g" }), (QStringList { "greedy", "genetic" }));
+        QCOMPARE(bashComplete(r.out, { "hone", "run", "--policy", "g" }), (QStringList { "greedy", "genetic", "guided" }));
         QCOMPARE(bashComplete(r.out, { "hone", "completion", "z" }), QStringList { "zsh" });
     }
 

@@ -2,6 +2,10 @@
 
 #include <QtTest>
 
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
 using namespace hone::core;
 
 class TestKnobs : public QObject {
@@ -35,6 +39,81 @@ private slots:
         auto first = s.firstAdmissible();
         QVERIFY(first.has_value());
         QCOMPARE(knobsToString(*first), std::string("BLOCK=64 VEC=1"));
+    }
+
+    /// `acts=KIND` after a knob's values says what it acts on (docs/FORMATS.md); the values and
+    /// the knobs without it are read as before.
+    void parsesActs()
+    {
+        const std::string src = "// hone:knob VEC = 1 | 2 | 4  acts=bytes_per_access\n"
+                                "// hone:knob BLOCK = 64 | 128\n"
+                                "// hone:knob PF = 0 | 1\tacts=memory_pipeline\n"
+                                "// hone:require BLOCK >= 64 * VEC / 4\n";
+        KnobSpace s = parseKnobSpace(src, "k.cu");
+        QCOMPARE(s.knobs.size(), size_t(3));
+        QCOMPARE(s.knobs[0].values, (std::vector<std::string> {"1", "2", "4"}));
+        QCOMPARE(s.knobs[0].acts, std::string("bytes_per_access"));
+        QCOMPARE(s.knobs[1].acts, std::string());
+        QCOMPARE(s.knobs[2].values, (std::vector<std::string> {"0", "1"}));
+        QCOMPARE(s.knobs[2].acts, std::string("memory_pipeline"));
+        QCOMPARE(s.cardinality(), uint64_t(12));
+        QCOMPARE(knobActsKinds().size(), size_t(8));
+    }
+
+    void refusesBadActs_data()
+    {
+        QTest::addColumn<QString>("line");
+        QTest::addColumn<QString>("message");
+        QTest::addRow("unknown kind") << "// hone:knob VEC = 1 | 2  acts=speed"
+                                      << "k.cu:2: knob 'VEC' acts='speed' is not a known kind; expected one of "
+                                         "bytes_per_access, parallelism, work_per_thread, memory_pipeline, reduction, "
+                                         "cache_policy, launch_shape, arithmetic";
+        QTest::addRow("other key") << "// hone:knob VEC = 1 | 2  does=bytes_per_access"
+                                   << "k.cu:2: knob 'VEC': unexpected 'does=' in its values; expected 'NAME = v1 | v2 "
+                                      "| ...' optionally followed by ' acts=KIND'";
+        QTest::addRow("as a value") << "// hone:knob VEC = 1 | 2 | acts=bytes_per_access"
+                                    << "k.cu:2: knob 'VEC' has an empty or invalid value ''; expected values of "
+                                       "letters, digits, '_', '.', '+', '-' separated by '|'";
+        QTest::addRow("empty kind") << "// hone:knob VEC = 1 | 2 acts="
+                                    << "k.cu:2: knob 'VEC' acts='' is not a known kind; expected one of "
+                                       "bytes_per_access, parallelism, work_per_thread, memory_pipeline, reduction, "
+                                       "cache_policy, launch_shape, arithmetic";
+    }
+    void refusesBadActs()
+    {
+        QFETCH(QString, line);
+        QFETCH(QString, message);
+        try {
+            parseKnobSpace("// hone:knob A = 1 | 2\n" + line.toStdString() + "\n", "k.cu");
+            QFAIL("accepted");
+        } catch (const KnobError& e) {
+            QCOMPARE(QString(e.what()), message);
+        }
+    }
+
+    /// Every bundled seed parses, and the tuned CPU seeds declare what each knob acts on.
+    void bundledSeedsDeclareActs()
+    {
+        namespace fs = std::filesystem;
+        int sources = 0, knobs = 0, withActs = 0;
+        for (const auto& e : fs::recursive_directory_iterator(std::string(HONE_SOURCE_DIR) + "/resources/problems")) {
+            const std::string ext = e.path().extension().string();
+            if (e.path().parent_path().filename() != "seeds" || (ext != ".cu" && ext != ".cpp" && ext != ".hip"))
+                continue;
+            std::ifstream in(e.path());
+            std::stringstream text;
+            text << in.rdbuf();
+            KnobSpace s = parseKnobSpace(text.str(), e.path().string());
+            ++sources;
+            for (const auto& k : s.knobs) {
+                ++knobs;
+                withActs += k.acts.empty() ? 0 : 1;
+                if (ext == ".cpp")
+                    QVERIFY2(!k.acts.empty() || k.name == "STORE", qPrintable(QString::fromStdString(e.path().string() + " " + k.name)));
+            }
+        }
+        QVERIFY(sources >= 30);
+        QVERIFY2(withActs * 10 >= knobs * 8, qPrintable(QString("%1 of %2 knobs declare acts").arg(withActs).arg(knobs)));
     }
 
     void firstAdmissibleSkipsViolations()

@@ -52,7 +52,7 @@ ReplayTable syntheticTable()
             for (const char* c : {"x", "y"}) {
                 KnobValues k {{"A", a}, {"B", b}, {"C", c}};
                 if (space.admits(k))
-                    table.addResult("src", k, "", {true, landscape(k), ""});
+                    table.addResult("src", k, "", {true, landscape(k), "", ""});
             }
     return table;
 }
@@ -162,9 +162,9 @@ private slots:
     {
         ReplayTable table;
         table.addSource("src", parseKnobSpace(kSource, "s.cpp"));
-        table.addResult("src", {{"A", "1"}, {"B", "1"}, {"C", "x"}}, "", {true, 1.0, ""});
-        table.addResult("src", {{"A", "1"}, {"B", "2"}, {"C", "x"}}, "", {true, 2.0, ""});
-        table.addResult("src", {{"A", "2"}, {"B", "8"}, {"C", "y"}}, "", {true, 7.0, ""});
+        table.addResult("src", {{"A", "1"}, {"B", "1"}, {"C", "x"}}, "", {true, 1.0, "", ""});
+        table.addResult("src", {{"A", "1"}, {"B", "2"}, {"C", "x"}}, "", {true, 2.0, "", ""});
+        table.addResult("src", {{"A", "2"}, {"B", "8"}, {"C", "y"}}, "", {true, 7.0, "", ""});
         bool exact = true;
         auto o = table.lookup("src", {{"A", "1"}, {"B", "2"}, {"C", "x"}}, "", &exact);
         QVERIFY(exact);
@@ -363,8 +363,8 @@ private slots:
         table.addSource("src", parseKnobSpace(kSource, "s.cpp"));
         const KnobValues k {{"A", "1"}, {"B", "2"}, {"C", "x"}};
         for (double s : {1.0, 3.0, 2.0})
-            table.addResult("src", k, "", {true, s, ""});
-        table.addResult("src", {{"A", "2"}, {"B", "2"}, {"C", "x"}}, "", {true, 2.5, ""});
+            table.addResult("src", k, "", {true, s, "", ""});
+        table.addResult("src", {{"A", "2"}, {"B", "2"}, {"C", "x"}}, "", {true, 2.5, "", ""});
         QCOMPARE(table.size(), size_t(2));
         QCOMPARE(table.timingsPerCandidate(), (std::pair<size_t, size_t>(1, 3)));
         QCOMPARE(table.bestSpeedup(), 2.5); // the median of 1, 2, 3 is below 2.5

@@ -3,8 +3,8 @@
 // the searches interleaved, so ITEMS independent ds_read chains hide each other's latency.
 // Tables larger than LDS_MAX are searched in global memory (through L2). out = the number of
 // boundaries strictly below x (torch.bucketize, right=False).
-// hone:knob BLOCK = 256 | 512 | 1024
-// hone:knob ITEMS = 1 | 2 | 4 | 8
+// hone:knob BLOCK = 256 | 512 | 1024  acts=launch_shape
+// hone:knob ITEMS = 1 | 2 | 4 | 8  acts=memory_pipeline
 // hone:knob LDS_MAX = 2048 | 4096 | 8192
 // Two workgroups of 1024 floats' table per CU leave room for 8 waves per SIMD.
 // hone:start BLOCK=256 ITEMS=4 LDS_MAX=2048

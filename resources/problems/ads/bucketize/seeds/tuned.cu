@@ -16,11 +16,11 @@
 // plain binary search in global memory.
 //
 // hone:knob LAYOUT = 0 | 1
-// hone:knob BLOCK = 128 | 256 | 512 | 1024
-// hone:knob VEC = 1 | 2 | 4
-// hone:knob ITEMS = 1 | 2 | 4 | 8
-// hone:knob GRID = 0 | 1
-// hone:knob STORE = 0 | 1
+// hone:knob BLOCK = 128 | 256 | 512 | 1024  acts=launch_shape
+// hone:knob VEC = 1 | 2 | 4  acts=bytes_per_access
+// hone:knob ITEMS = 1 | 2 | 4 | 8  acts=memory_pipeline
+// hone:knob GRID = 0 | 1  acts=launch_shape
+// hone:knob STORE = 0 | 1  acts=cache_policy
 // hone:require VEC * ITEMS <= 16
 // Start at the fastest setting of the author's H100 sweep:
 // hone:start LAYOUT=1 BLOCK=256 VEC=2 ITEMS=8

@@ -3,9 +3,9 @@
 // with coalesced loads, then each thread computes pairs p = tid, tid + BLOCK, ... of the strict
 // lower triangle, unpacked as i = floor((1 + sqrt(1 + 8p)) / 2), j = p - i(i-1)/2, with UNROLL
 // partial sums over d. Blocks larger than LDS_KIB read X from global memory (L2) instead.
-// hone:knob BLOCK = 64 | 128 | 256 | 512
+// hone:knob BLOCK = 64 | 128 | 256 | 512  acts=launch_shape
 // hone:knob PAD = 0 | 1
-// hone:knob UNROLL = 1 | 2 | 4
+// hone:knob UNROLL = 1 | 2 | 4  acts=work_per_thread
 // hone:knob LDS_KIB = 16 | 32 | 64
 // 27 x 129 floats is 13.9 KiB: four workgroups per CU at LDS_KIB = 16.
 // hone:start BLOCK=256 PAD=1 UNROLL=4 LDS_KIB=16

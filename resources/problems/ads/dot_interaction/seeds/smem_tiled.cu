@@ -17,14 +17,14 @@
 //
 // The require keeps the staged samples per thread bounded (SPB * THREADS <= 512).
 //
-// hone:knob SPB = 1 | 2 | 4
-// hone:knob TILE = 4 | 8
-// hone:knob DSPLIT = 4 | 8 | 16
-// hone:knob THREADS = 128 | 256
+// hone:knob SPB = 1 | 2 | 4  acts=work_per_thread
+// hone:knob TILE = 4 | 8  acts=work_per_thread
+// hone:knob DSPLIT = 4 | 8 | 16  acts=reduction
+// hone:knob THREADS = 128 | 256  acts=launch_shape
 // hone:knob PAD = 4 | 0
-// hone:knob RED = 1 | 0
+// hone:knob RED = 1 | 0  acts=reduction
 // hone:knob STAGE = 1 | 0
-// hone:knob PIPE = 1 | 0
+// hone:knob PIPE = 1 | 0  acts=memory_pipeline
 // hone:require SPB * THREADS <= 512
 #include <hone/kernel.h>
 

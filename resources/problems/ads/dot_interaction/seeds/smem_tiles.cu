@@ -40,14 +40,14 @@
 // Measured on an H100 (hone eval, bench shape): MATH = 1, SPLITK = 2, PIECE = 16, STAGES = 2,
 // WPB = 2 took 101-106 us; the same with SPLITK = 1, 106-110 us; MATH = 0, 107-119 us.
 //
-// hone:knob MATH = 1 | 0
-// hone:knob SPLITK = 2 | 1 | 4
-// hone:knob PIECE = 16 | 8 | 32
-// hone:knob STAGES = 2 | 3
-// hone:knob WPB = 2 | 4 | 1 | 8
+// hone:knob MATH = 1 | 0  acts=arithmetic
+// hone:knob SPLITK = 2 | 1 | 4  acts=work_per_thread
+// hone:knob PIECE = 16 | 8 | 32  acts=memory_pipeline
+// hone:knob STAGES = 2 | 3  acts=memory_pipeline
+// hone:knob WPB = 2 | 4 | 1 | 8  acts=launch_shape
 // hone:knob OSTAGE = 1 | 0
-// hone:knob L2PF = 2 | 1 | 0
-// hone:knob STCS = 1 | 0
+// hone:knob L2PF = 2 | 1 | 0  acts=cache_policy
+// hone:knob STCS = 1 | 0  acts=cache_policy
 // hone:require SPLITK == 1 || OSTAGE == 1
 // hone:require SPLITK <= WPB
 // hone:require SPLITK * PIECE <= 32

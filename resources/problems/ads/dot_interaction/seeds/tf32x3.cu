@@ -19,9 +19,9 @@
 // Shapes outside F <= 32, D % 16 == 0 with 16-byte aligned rows take a general shared-memory
 // kernel (register tiles of 4 x 4 pairs, any F and D).
 //
-// hone:knob WPB = 4 | 2 | 8
-// hone:knob UNROLL = 2 | 1 | 4 | 8
-// hone:knob PERSIST = 0 | 1
+// hone:knob WPB = 4 | 2 | 8  acts=launch_shape
+// hone:knob UNROLL = 2 | 1 | 4 | 8  acts=memory_pipeline
+// hone:knob PERSIST = 0 | 1  acts=launch_shape
 #include <hone/kernel.h>
 
 #include <cuda_runtime.h>

@@ -31,13 +31,13 @@
 // than 4 warps per block) and use PREFETCH only with PERSIST = 1 (one sample per warp has no
 // next sample).
 //
-// hone:knob WPB = 2 | 1 | 4 | 8
-// hone:knob PERSIST = 0 | 1
+// hone:knob WPB = 2 | 1 | 4 | 8  acts=launch_shape
+// hone:knob PERSIST = 0 | 1  acts=launch_shape
 // hone:knob FMAX = 28 | 32
-// hone:knob MINW = 12 | 0
-// hone:knob PREFETCH = 0 | 1 | 2
+// hone:knob MINW = 12 | 0  acts=parallelism
+// hone:knob PREFETCH = 0 | 1 | 2  acts=memory_pipeline
 // hone:require MINW == 0 || (FMAX == 28 && WPB <= 4)
-// hone:knob XPOSE = 0 | 1
+// hone:knob XPOSE = 0 | 1  acts=reduction
 // hone:require PREFETCH == 0 || PERSIST == 1
 #include <hone/kernel.h>
 

@@ -17,9 +17,9 @@
 //          __shfl_sync (float4 path only); 0: every lane reads each index (a broadcast load).
 // VEC = 4 (float4) needs D % 4 == 0 and 16-byte aligned table and out, else a float path runs.
 //
-// hone:knob CHUNK = 32 | 64 | 128 | 256
-// hone:knob UNROLL = 4 | 8 | 2
-// hone:knob WPB = 4 | 8 | 2
+// hone:knob CHUNK = 32 | 64 | 128 | 256  acts=work_per_thread
+// hone:knob UNROLL = 4 | 8 | 2  acts=memory_pipeline
+// hone:knob WPB = 4 | 8 | 2  acts=launch_shape
 // hone:knob IDXS = 1 | 0
 #include <hone/kernel.h>
 

@@ -10,12 +10,12 @@
 //         device at once, grid-stride over bags.
 // VEC > 1 needs D % VEC == 0 and 4 * VEC-byte aligned table and out, else VEC = 1 code runs.
 //
-// hone:knob VEC = 1 | 2 | 4
-// hone:knob LANES = 8 | 16 | 32
-// hone:knob BLOCK = 128 | 256 | 512
-// hone:knob UNROLL = 1 | 2 | 4 | 8
+// hone:knob VEC = 1 | 2 | 4  acts=bytes_per_access
+// hone:knob LANES = 8 | 16 | 32  acts=launch_shape
+// hone:knob BLOCK = 128 | 256 | 512  acts=launch_shape
+// hone:knob UNROLL = 1 | 2 | 4 | 8  acts=memory_pipeline
 // hone:knob IDX = 0 | 1
-// hone:knob GRID = 0 | 1
+// hone:knob GRID = 0 | 1  acts=launch_shape
 // Start at the fastest setting of the author's H100 sweep:
 // hone:start VEC=4 LANES=32 UNROLL=4 IDX=1
 #include <hone/kernel.h>

@@ -2,10 +2,10 @@
 // the D-wide rows (VEC = 4: one 16-byte load per row and lane), UNROLL table rows gathered
 // before any add so that UNROLL independent loads per lane are in flight (the HBM latency of a
 // random 512-byte row is what the wave waits on). An empty bag writes zeros.
-// hone:knob LANES = 16 | 32 | 64
-// hone:knob VEC = 1 | 2 | 4
-// hone:knob UNROLL = 1 | 2 | 4 | 8
-// hone:knob BLOCK = 128 | 256 | 512
+// hone:knob LANES = 16 | 32 | 64  acts=launch_shape
+// hone:knob VEC = 1 | 2 | 4  acts=bytes_per_access
+// hone:knob UNROLL = 1 | 2 | 4 | 8  acts=memory_pipeline
+// hone:knob BLOCK = 128 | 256 | 512  acts=launch_shape
 // The bench row (D = 128) is 32 lanes x float4: two bags per wavefront.
 // hone:start LANES=32 VEC=4 UNROLL=4 BLOCK=256
 #include <hone/kernel.h>

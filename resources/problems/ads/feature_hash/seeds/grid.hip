@@ -3,9 +3,9 @@
 // no integer divider, so h % d (d < 2^31) is done as two 32-bit-divisor steps on the high and
 // low halves with a precomputed float reciprocal (FASTMOD = 1), or with the compiler's generic
 // 64-bit remainder (FASTMOD = 0).
-// hone:knob BLOCK = 256 | 512 | 1024
-// hone:knob ITEMS = 1 | 2 | 4 | 8
-// hone:knob FASTMOD = 0 | 1
+// hone:knob BLOCK = 256 | 512 | 1024  acts=launch_shape
+// hone:knob ITEMS = 1 | 2 | 4 | 8  acts=memory_pipeline
+// hone:knob FASTMOD = 0 | 1  acts=arithmetic
 // hone:start BLOCK=256 ITEMS=4 FASTMOD=1
 #include <hone/kernel.h>
 

@@ -13,12 +13,12 @@
 // The vector path needs both base pointers 16-byte aligned; otherwise VEC = 1 code runs. The ids
 // past the last full vector (N % VEC) are done one per thread by the first threads of block 0.
 //
-// hone:knob BLOCK = 128 | 256 | 512
-// hone:knob VEC = 1 | 2
-// hone:knob ITEMS = 1 | 2 | 4 | 8
-// hone:knob GRID = 0 | 1
-// hone:knob MOD = 0 | 1
-// hone:knob HINT = 0 | 1 | 2
+// hone:knob BLOCK = 128 | 256 | 512  acts=launch_shape
+// hone:knob VEC = 1 | 2  acts=bytes_per_access
+// hone:knob ITEMS = 1 | 2 | 4 | 8  acts=memory_pipeline
+// hone:knob GRID = 0 | 1  acts=launch_shape
+// hone:knob MOD = 0 | 1  acts=arithmetic
+// hone:knob HINT = 0 | 1 | 2  acts=cache_policy
 // Start at the fastest setting of the author's H100 sweep:
 // hone:start BLOCK=512 VEC=2 MOD=1 HINT=2
 #include <hone/kernel.h>

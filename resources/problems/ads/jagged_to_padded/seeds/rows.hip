@@ -2,10 +2,10 @@
 // walked in a grid-stride loop, VEC floats per lane per access (VEC = 4: 16-byte
 // global_load_dwordx4 / global_store_dwordx4 when D % 4 == 0 and the pointers are 16-byte
 // aligned, else scalar). Padding rows are stores only; rows past MAXL are never read.
-// hone:knob LANES = 16 | 32 | 64
-// hone:knob VEC = 1 | 2 | 4
-// hone:knob BLOCK = 128 | 256 | 512
-// hone:knob ROWS = 1 | 2 | 4
+// hone:knob LANES = 16 | 32 | 64  acts=launch_shape
+// hone:knob VEC = 1 | 2 | 4  acts=bytes_per_access
+// hone:knob BLOCK = 128 | 256 | 512  acts=launch_shape
+// hone:knob ROWS = 1 | 2 | 4  acts=memory_pipeline
 // The bench row (D = 128 floats) is 32 lanes x float4: two rows per wavefront.
 // hone:start LANES=32 VEC=4 BLOCK=256 ROWS=2
 #include <hone/kernel.h>

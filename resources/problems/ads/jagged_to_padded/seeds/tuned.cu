@@ -10,12 +10,12 @@
 //   STORE 0: plain stores; 1: streaming (evict-first) stores.
 // VEC > 1 needs D % VEC == 0 and 4 * VEC-byte aligned base pointers, else VEC = 1 code runs.
 //
-// hone:knob VEC = 1 | 2 | 4
-// hone:knob TPR = 8 | 16 | 32
-// hone:knob BLOCK = 128 | 256 | 512
-// hone:knob ROWS = 1 | 2 | 4 | 8
-// hone:knob GRID = 0 | 1
-// hone:knob STORE = 0 | 1
+// hone:knob VEC = 1 | 2 | 4  acts=bytes_per_access
+// hone:knob TPR = 8 | 16 | 32  acts=launch_shape
+// hone:knob BLOCK = 128 | 256 | 512  acts=launch_shape
+// hone:knob ROWS = 1 | 2 | 4 | 8  acts=memory_pipeline
+// hone:knob GRID = 0 | 1  acts=launch_shape
+// hone:knob STORE = 0 | 1  acts=cache_policy
 // Start at the fastest setting of the author's H100 sweep:
 // hone:start VEC=4 TPR=32 BLOCK=256 ROWS=8
 #include <hone/kernel.h>

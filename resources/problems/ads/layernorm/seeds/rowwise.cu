@@ -16,12 +16,12 @@
 // 8192 elements (the bench set's rows run from 320 to 4096; the knob values bound the registers
 // a thread caches, at most CACHE * VEC = 64 bf16).
 //
-// hone:knob VEC = 8 | 4
-// hone:knob TPR = 64 | 32 | 128 | 256
-// hone:knob RPB = 4 | 1 | 2 | 8
-// hone:knob CACHE = 2 | 1 | 4 | 8
-// hone:knob STATS = 1 | 0 | 2
-// hone:knob CACHEOP = 0 | 1 | 2
+// hone:knob VEC = 8 | 4  acts=bytes_per_access
+// hone:knob TPR = 64 | 32 | 128 | 256  acts=launch_shape
+// hone:knob RPB = 4 | 1 | 2 | 8  acts=launch_shape
+// hone:knob CACHE = 2 | 1 | 4 | 8  acts=work_per_thread
+// hone:knob STATS = 1 | 0 | 2  acts=reduction
+// hone:knob CACHEOP = 0 | 1 | 2  acts=cache_policy
 // hone:require TPR * RPB <= 1024
 // hone:require TPR * VEC * CACHE >= 256 && TPR * VEC * CACHE <= 8192
 #include <hone/kernel.h>

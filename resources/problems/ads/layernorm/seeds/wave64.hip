@@ -4,9 +4,9 @@
 // squares are reduced across the wave with __shfl_xor (DPP/ds_swizzle on CDNA), then the lane
 // writes (x - mean) * rstd * gamma + beta rounded to bf16 once. Rows longer than
 // 64 * VEC * MAXV take a second read of x (from L2 on MI200/MI300).
-// hone:knob VEC = 2 | 4 | 8
-// hone:knob MAXV = 1 | 2 | 4 | 8
-// hone:knob WAVES = 1 | 2 | 4 | 8
+// hone:knob VEC = 2 | 4 | 8  acts=bytes_per_access
+// hone:knob MAXV = 1 | 2 | 4 | 8  acts=work_per_thread
+// hone:knob WAVES = 1 | 2 | 4 | 8  acts=launch_shape
 // hone:require VEC * MAXV <= 32
 // The bench row (N = 1024) is 64 lanes x 4 x 4: in registers at the start.
 // hone:start VEC=4 MAXV=4 WAVES=4

@@ -16,13 +16,13 @@
 // accumulators per thread; the 64 x 64 tiles with BK = 64 only with 8 warps, since the 4-warp
 // ones spill), and the STAGES buffers within the 227 KB of shared memory a block may have.
 //
-// hone:knob BM = 128 | 64 | 256
-// hone:knob BN = 256 | 128 | 64
-// hone:knob BK = 64 | 32
-// hone:knob WM = 2 | 1 | 4
-// hone:knob WN = 4 | 2 | 1
-// hone:knob STAGES = 3 | 2 | 4
-// hone:knob GROUP = 8 | 1
+// hone:knob BM = 128 | 64 | 256  acts=launch_shape
+// hone:knob BN = 256 | 128 | 64  acts=launch_shape
+// hone:knob BK = 64 | 32  acts=memory_pipeline
+// hone:knob WM = 2 | 1 | 4  acts=launch_shape
+// hone:knob WN = 4 | 2 | 1  acts=launch_shape
+// hone:knob STAGES = 3 | 2 | 4  acts=memory_pipeline
+// hone:knob GROUP = 8 | 1  acts=cache_policy
 // hone:require WM * WN >= 4 && WM * WN <= 8
 // hone:require BM / WM >= 32 && BM / WM <= 128 && BN / WN >= 32 && BN / WN <= 128
 // hone:require (BM / WM) * (BN / WN) <= 2048 || ((BM / WM) * (BN / WN) <= 4096 && (BK == 32 || WM * WN == 8))

@@ -15,12 +15,12 @@
 // elements (the bench set's rows run from 768 to 4096) and bound the
 // cached registers of a block (x, and g with PREG) so that the compiler does not spill.
 //
-// hone:knob VEC = 8 | 4
-// hone:knob TPR = 128 | 32 | 64 | 256 | 512
-// hone:knob RPB = 1 | 2 | 4
-// hone:knob CACHE = 4 | 1 | 2 | 8 | 16
-// hone:knob PREG = 1 | 0
-// hone:knob CACHEOP = 1 | 0 | 2
+// hone:knob VEC = 8 | 4  acts=bytes_per_access
+// hone:knob TPR = 128 | 32 | 64 | 256 | 512  acts=launch_shape
+// hone:knob RPB = 1 | 2 | 4  acts=launch_shape
+// hone:knob CACHE = 4 | 1 | 2 | 8 | 16  acts=work_per_thread
+// hone:knob PREG = 1 | 0  acts=memory_pipeline
+// hone:knob CACHEOP = 1 | 0 | 2  acts=cache_policy
 // hone:require TPR * RPB <= 1024
 // hone:require TPR * VEC * CACHE >= 512 && TPR * VEC * CACHE <= 8192
 // hone:require CACHE * VEC * (1 + PREG) * TPR * RPB <= 32768

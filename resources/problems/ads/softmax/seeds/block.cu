@@ -9,11 +9,11 @@
 //   STORE 0: plain loads and stores; 1: streaming (evict-first) loads of x and stores of y.
 // VEC > 1 needs N % VEC == 0 and 4 * VEC-byte aligned pointers, else VEC = 1 code runs.
 //
-// hone:knob BLOCK = 32 | 64 | 128 | 256 | 512 | 1024
-// hone:knob VEC = 1 | 2 | 4
-// hone:knob MAXV = 1 | 2 | 4 | 8
-// hone:knob GRID = 0 | 1
-// hone:knob STORE = 0 | 1
+// hone:knob BLOCK = 32 | 64 | 128 | 256 | 512 | 1024  acts=launch_shape
+// hone:knob VEC = 1 | 2 | 4  acts=bytes_per_access
+// hone:knob MAXV = 1 | 2 | 4 | 8  acts=work_per_thread
+// hone:knob GRID = 0 | 1  acts=launch_shape
+// hone:knob STORE = 0 | 1  acts=cache_policy
 // hone:require VEC * MAXV <= 16
 // Start at the fastest setting of the author's H100 sweep:
 // hone:start VEC=4 GRID=1

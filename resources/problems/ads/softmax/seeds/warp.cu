@@ -14,12 +14,12 @@
 // uniform across the warp (whole-warp shuffles).
 // VEC > 1 needs N % VEC == 0 and 4 * VEC-byte aligned pointers, else VEC = 1 code runs.
 //
-// hone:knob LANES = 8 | 16 | 32
-// hone:knob VEC = 1 | 2 | 4
-// hone:knob MAXV = 1 | 2 | 4 | 8
-// hone:knob BLOCK = 128 | 256 | 512
-// hone:knob ROWS = 1 | 2 | 4
-// hone:knob GRID = 0 | 1
+// hone:knob LANES = 8 | 16 | 32  acts=launch_shape
+// hone:knob VEC = 1 | 2 | 4  acts=bytes_per_access
+// hone:knob MAXV = 1 | 2 | 4 | 8  acts=work_per_thread
+// hone:knob BLOCK = 128 | 256 | 512  acts=launch_shape
+// hone:knob ROWS = 1 | 2 | 4  acts=memory_pipeline
+// hone:knob GRID = 0 | 1  acts=launch_shape
 // hone:require VEC * MAXV * ROWS <= 16
 // Start at the fastest setting of the author's H100 sweep:
 // hone:start LANES=32 VEC=2 MAXV=4 ROWS=2

@@ -4,12 +4,12 @@
 // step). PREFETCH > 0 prefetches the table row PREFETCH indices ahead (0 = off). Columns past
 // the last full tile (D % DTILE) go through a plain loop.
 //
-// hone:knob THREADS = 1 | 2
-// hone:knob BAGS_PER_TASK = 1 | 16 | 128
-// hone:knob VEC = 8 | 16
-// hone:knob DTILE = 8 | 16 | 32 | 64
-// hone:knob UNROLL = 1 | 2 | 4
-// hone:knob PREFETCH = 0 | 4 | 16
+// hone:knob THREADS = 1 | 2  acts=parallelism
+// hone:knob BAGS_PER_TASK = 1 | 16 | 128  acts=launch_shape
+// hone:knob VEC = 8 | 16  acts=bytes_per_access
+// hone:knob DTILE = 8 | 16 | 32 | 64  acts=work_per_thread
+// hone:knob UNROLL = 1 | 2 | 4  acts=memory_pipeline
+// hone:knob PREFETCH = 0 | 4 | 16  acts=memory_pipeline
 // hone:require DTILE % VEC == 0
 // hone:require DTILE * UNROLL <= 256
 #include "hone/kernel.h"

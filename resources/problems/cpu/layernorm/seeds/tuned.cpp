@@ -8,14 +8,14 @@
 //            (one __builtin_prefetch per cache line).
 //   OUT_UNROLL  vectors written per step of the output pass.
 //
-// hone:knob THREADS = 1 | 2
-// hone:knob ROWS_PER_TASK = 1 | 8 | 64
-// hone:knob SCHED = 0 | 1
-// hone:knob VEC = 1 | 8 | 16
-// hone:knob UNROLL = 1 | 2 | 4
-// hone:knob ONE_PASS = 0 | 1
-// hone:knob PREFETCH = 0 | 1 | 4
-// hone:knob OUT_UNROLL = 1 | 2 | 4
+// hone:knob THREADS = 1 | 2  acts=parallelism
+// hone:knob ROWS_PER_TASK = 1 | 8 | 64  acts=launch_shape
+// hone:knob SCHED = 0 | 1  acts=launch_shape
+// hone:knob VEC = 1 | 8 | 16  acts=bytes_per_access
+// hone:knob UNROLL = 1 | 2 | 4  acts=work_per_thread
+// hone:knob ONE_PASS = 0 | 1  acts=reduction
+// hone:knob PREFETCH = 0 | 1 | 4  acts=memory_pipeline
+// hone:knob OUT_UNROLL = 1 | 2 | 4  acts=work_per_thread
 // hone:require VEC * UNROLL <= 32
 // hone:require THREADS > 1 || SCHED == 0
 // hone:require VEC * OUT_UNROLL <= 32

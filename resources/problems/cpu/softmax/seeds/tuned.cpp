@@ -7,13 +7,13 @@
 //   ONE_PASS 1: "online" softmax: the running max and the rescaled running sum are kept per lane
 //            in a single pass over x (two exponentials per element), then one output pass.
 //
-// hone:knob THREADS = 1 | 2
-// hone:knob ROWS_PER_TASK = 1 | 8 | 64
-// hone:knob VEC = 1 | 8 | 16
-// hone:knob UNROLL = 1 | 2 | 4
-// hone:knob EXP = 0 | 1
+// hone:knob THREADS = 1 | 2  acts=parallelism
+// hone:knob ROWS_PER_TASK = 1 | 8 | 64  acts=launch_shape
+// hone:knob VEC = 1 | 8 | 16  acts=bytes_per_access
+// hone:knob UNROLL = 1 | 2 | 4  acts=work_per_thread
+// hone:knob EXP = 0 | 1  acts=arithmetic
 // hone:knob STORE = 1 | 0
-// hone:knob ONE_PASS = 0 | 1
+// hone:knob ONE_PASS = 0 | 1  acts=reduction
 // hone:require ONE_PASS == 0 || STORE == 0
 // hone:require VEC * UNROLL <= 32
 // hone:flags -ffp-contract=fast
