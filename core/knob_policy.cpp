@@ -258,10 +258,8 @@ std::optional<NodeId> lastMove(const SearchTree& tree, const std::function<bool(
     return std::nullopt;
 }
 
-/// First-improvement hill climbing over one-knob neighbours with random restarts. The climb
-/// stands on the last proposal if it was a restart or beat its parent, else on its parent; it
-/// steps for free onto a known neighbour that is faster, evaluates its unseen neighbours in a
-/// random order, and restarts from a fresh uniform point at a local optimum.
+/// First-improvement hill climbing over one-knob neighbours with random restarts (Base::climb),
+/// unseen neighbours evaluated in a random order.
 class HillClimb : public Base {
 public:
     using Base::Base;
@@ -269,41 +267,9 @@ public:
     std::optional<KnobMove> next(const SearchTree& tree, std::mt19937_64& rng) override
     {
         sync(tree);
-        auto inDomain = [&](NodeId id) { return pointOfNode(id).has_value(); };
-        std::optional<NodeId> cur;
-        if (auto last = lastMove(tree, inDomain)) {
-            const Node& n = tree.node(*last);
-            const Node& parent = tree.node(n.parent);
-            bool better = n.state == NodeState::Ok && parent.state == NodeState::Ok && n.speedup > parent.speedup;
-            cur = n.origin == "sample" || better ? *last : n.parent;
-        } else {
-            cur = bestSeed(tree);
-        }
-        while (cur && pointOfNode(*cur)) {
-            const Node& c = tree.node(*cur);
-            if (c.state == NodeState::Failed)
-                break;
-            size_t p = *pointOfNode(*cur);
-            std::optional<NodeId> step;
-            if (c.state == NodeState::Ok)
-                for (size_t q : m_domain->neighbours(p)) {
-                    auto s = speedOf(tree, q);
-                    if (s && *s > c.speedup && (!step || nodeAt(q) < *step))
-                        step = nodeAt(q);
-                }
-            if (step) {
-                cur = step;
-                continue;
-            }
-            auto unseen = unseenNeighbours(p);
-            if (unseen.empty())
-                break; // a local optimum: restart
-            return move(*cur, unseen[below(rng, unseen.size())], "neighbour", "inherit");
-        }
-        auto q = freshPoint();
-        if (!q)
-            return std::nullopt;
-        return fresh(*q);
+        return climb(tree, [&](size_t, const Node&, const std::vector<size_t>& unseen) {
+            return unseen[below(rng, unseen.size())];
+        });
     }
 };
 
@@ -379,6 +345,47 @@ private:
 };
 
 } // namespace
+
+std::optional<KnobMove> Base::climb(const SearchTree& tree,
+    const std::function<size_t(size_t, const Node&, const std::vector<size_t>&)>& pick)
+{
+    auto inDomain = [&](NodeId id) { return pointOfNode(id).has_value(); };
+    std::optional<NodeId> cur;
+    if (auto last = lastMove(tree, inDomain)) {
+        const Node& n = tree.node(*last);
+        const Node& parent = tree.node(n.parent);
+        bool better = n.state == NodeState::Ok && parent.state == NodeState::Ok && n.speedup > parent.speedup;
+        cur = n.origin == "sample" || better ? *last : n.parent;
+    } else {
+        cur = bestSeed(tree);
+    }
+    while (cur && pointOfNode(*cur)) {
+        const Node& c = tree.node(*cur);
+        if (c.state == NodeState::Failed)
+            break;
+        size_t p = *pointOfNode(*cur);
+        std::optional<NodeId> step;
+        if (c.state == NodeState::Ok)
+            for (size_t q : m_domain->neighbours(p)) {
+                auto s = speedOf(tree, q);
+                if (s && *s > c.speedup && (!step || nodeAt(q) < *step))
+                    step = nodeAt(q);
+            }
+        if (step) {
+            cur = step;
+            continue;
+        }
+        auto unseen = unseenNeighbours(p);
+        if (unseen.empty())
+            break; // a local optimum: restart
+        return move(*cur, pick(p, c, unseen), "neighbour", "inherit");
+    }
+    auto q = freshPoint();
+    if (!q)
+        return std::nullopt;
+    return fresh(*q);
+}
+
 } // namespace knobpolicy
 
 const std::vector<std::string>& knobPolicyNames()

@@ -40,6 +40,13 @@ protected:
     std::vector<size_t> unseenNeighbours(size_t p) const;
     KnobMove move(NodeId parent, size_t p, const std::string& origin, const std::string& op) const;
     KnobMove fresh(size_t p) const { return move(seedOf(p), p, "sample", "restart"); }
+    /// First-improvement hill climbing with restarts (the hill climber and the guided policy):
+    /// the climb stands on the last proposal if it was a restart or beat its parent, else on its
+    /// parent; it steps for free onto a known faster neighbour, evaluates an unseen neighbour
+    /// chosen by `pick(point, node, unseen)`, and restarts from a fresh uniform point at a local
+    /// optimum. Call sync(tree) first.
+    std::optional<KnobMove> climb(const SearchTree& tree,
+        const std::function<size_t(size_t, const Node&, const std::vector<size_t>&)>& pick);
 
     std::shared_ptr<const KnobDomain> m_domain;
     uint64_t m_seed;

@@ -55,45 +55,10 @@ public:
     {
         sync(tree);
         const auto stats = learn(tree);
-        // Where the climb stands: as the hill climber (knob_policy.cpp).
-        std::optional<NodeId> cur;
-        NodeId last = -1;
-        for (NodeId id = static_cast<NodeId>(tree.size()) - 1; id > 0 && last < 0; --id)
-            if (tree.node(id).parent != 0 && pointOfNode(id))
-                last = id;
-        if (last > 0) {
-            const Node& n = tree.node(last);
-            const Node& parent = tree.node(n.parent);
-            const bool better = n.state == NodeState::Ok && parent.state == NodeState::Ok && n.speedup > parent.speedup;
-            cur = n.origin == "sample" || better ? last : n.parent;
-        } else {
-            cur = bestSeed(tree);
-        }
-        while (cur && pointOfNode(*cur)) {
-            const Node& c = tree.node(*cur);
-            if (c.state == NodeState::Failed)
-                break;
-            const size_t p = *pointOfNode(*cur);
-            std::optional<NodeId> step;
-            if (c.state == NodeState::Ok)
-                for (size_t q : m_domain->neighbours(p)) {
-                    auto s = speedOf(tree, q);
-                    if (s && *s > c.speedup && (!step || nodeAt(q) < *step))
-                        step = nodeAt(q);
-                }
-            if (step) {
-                cur = step;
-                continue;
-            }
-            auto unseen = unseenNeighbours(p);
-            if (unseen.empty())
-                break; // a local optimum: restart
-            return move(*cur, choose(p, c.bound, unseen, stats, rng), "neighbour", "inherit");
-        }
-        auto q = freshPoint();
-        if (!q)
-            return std::nullopt;
-        return fresh(*q);
+        // The hill climber's walk (Base::climb); only the order of unseen neighbours differs.
+        return climb(tree, [&](size_t p, const Node& c, const std::vector<size_t>& unseen) {
+            return choose(p, c.bound, unseen, stats, rng);
+        });
     }
 
 private:
