@@ -92,27 +92,12 @@ std::string pages(int first, int last)
 /// Files to ingest: folders expand (recursively, sorted) to the files of a supported format.
 std::vector<std::string> expandFiles(const std::vector<std::string>& args)
 {
-    static const std::vector<std::string> exts
-        = { ".md", ".markdown", ".txt", ".text", ".html", ".htm", ".pdf" };
     std::vector<std::string> out;
     for (const auto& a : args) {
-        std::error_code ec;
-        if (!std::filesystem::is_directory(a, ec)) {
-            out.push_back(a);
-            continue;
-        }
-        std::vector<std::string> found;
-        for (const auto& e : std::filesystem::recursive_directory_iterator(a, ec)) {
-            std::string ext = e.path().extension().string();
-            std::transform(
-                ext.begin(), ext.end(), ext.begin(), [](unsigned char c) { return std::tolower(c); });
-            if (e.is_regular_file() && std::find(exts.begin(), exts.end(), ext) != exts.end())
-                found.push_back(e.path().string());
-        }
+        const std::vector<std::string> found = knowledge::expandDocumentPath(a);
         if (found.empty())
             throw CliError(ExitCode::Input,
                 a + ": the folder holds no .md, .txt, .html or .pdf files; check the path");
-        std::sort(found.begin(), found.end());
         out.insert(out.end(), found.begin(), found.end());
     }
     return out;

@@ -51,8 +51,7 @@ std::vector<std::string> KbKnowledgeSource::lookup(const core::KnowledgeQuery& q
     else if (!q.failureMessage.empty())
         s.evidence = q.failureKind + ": " + q.failureMessage;
     m_pending = m_kb.retrieve(s, m_topK);
-    m_pendingQuery = "family=" + s.family + " arch=" + s.arch + " bound=" + s.bound
-        + (q.failureKind.empty() ? std::string() : " failure=" + q.failureKind);
+    m_pendingQuery = knowledge::recordedQuery(s, q.failureKind);
     std::vector<std::string> out;
     for (const auto& h : m_pending) {
         char score[32];

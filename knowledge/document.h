@@ -97,6 +97,14 @@ struct IngestOverrides {
     std::string uid;
 };
 
+/// The file extensions readDocument reads, lower case with the dot (".md", ..., ".pdf").
+const std::vector<std::string>& documentExtensions();
+
+/// A path as `hone kb add` and the workbench's curator import it: a file is itself; a folder
+/// expands, recursively and sorted, to its files with a documentExtensions() extension (none:
+/// an empty list, which callers report as "the folder holds no documents").
+std::vector<std::string> expandDocumentPath(const std::string& path);
+
 /// Reads one file by its extension: .md/.markdown (optional front-matter), .txt, .html/.htm
 /// (tags stripped, headings kept) or .pdf (text through poppler-cpp, page per section).
 /// Throws IngestError naming the file and the fix.

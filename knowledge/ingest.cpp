@@ -347,6 +347,28 @@ SourceDocument parsePlainText(const std::string& text, const std::string& name)
     return doc;
 }
 
+const std::vector<std::string>& documentExtensions()
+{
+    static const std::vector<std::string> exts = { ".md", ".markdown", ".txt", ".text", ".html", ".htm", ".pdf" };
+    return exts;
+}
+
+std::vector<std::string> expandDocumentPath(const std::string& path)
+{
+    std::error_code ec;
+    if (!std::filesystem::is_directory(path, ec))
+        return { path };
+    const auto& exts = documentExtensions();
+    std::vector<std::string> found;
+    for (const auto& e : std::filesystem::recursive_directory_iterator(path, ec)) {
+        const std::string ext = lower(e.path().extension().string());
+        if (e.is_regular_file() && std::find(exts.begin(), exts.end(), ext) != exts.end())
+            found.push_back(e.path().string());
+    }
+    std::sort(found.begin(), found.end());
+    return found;
+}
+
 SourceDocument readDocument(const std::string& path, const IngestOverrides& o)
 {
     std::string ext = lower(std::filesystem::path(path).extension().string());

@@ -408,4 +408,34 @@ std::vector<Hit> KnowledgeBase::finish(std::vector<Hit> pool, const QueryPlan& p
     return out;
 }
 
+std::string recordedQuery(const RetrievalSignals& s, const std::string& failureKind)
+{
+    return "family=" + s.family + " arch=" + s.arch + " bound=" + s.bound
+        + (failureKind.empty() ? std::string() : " failure=" + failureKind);
+}
+
+RetrievalSignals parseRecordedQuery(const std::string& query)
+{
+    RetrievalSignals s;
+    size_t at = 0;
+    while (at < query.size()) {
+        const size_t end = std::min(query.find(' ', at), query.size());
+        const std::string part = query.substr(at, end - at);
+        at = end + 1;
+        const size_t eq = part.find('=');
+        if (eq == std::string::npos || eq == 0)
+            continue;
+        const std::string key = part.substr(0, eq), value = part.substr(eq + 1);
+        if (key == "family")
+            s.family = value;
+        else if (key == "arch")
+            s.arch = value;
+        else if (key == "bound")
+            s.bound = value;
+        else if (key == "failure")
+            s.evidence = value;
+    }
+    return s;
+}
+
 } // namespace hone::knowledge

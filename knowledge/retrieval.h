@@ -45,6 +45,15 @@ struct RetrievalSignals {
     std::vector<Category> categories; // empty: all
 };
 
+/// The query a knowledge hit is recorded with (KnowledgeBase::recordHits), e.g.
+/// "family=softmax arch=sm_90 bound=memory failure=wrong_result": the signals that explain the
+/// hit, and the failure kind of the parent when it had one.
+std::string recordedQuery(const RetrievalSignals& s, const std::string& failureKind);
+
+/// The signals a recorded query names; `failure` comes back as the evidence (the engine's
+/// evidence starts with the failure kind). Unknown keys are skipped.
+RetrievalSignals parseRecordedQuery(const std::string& query);
+
 /// A weighted bag of query words plus tag filters. A word of weight w counts w times in BM25.
 struct QueryPlan {
     struct Term {

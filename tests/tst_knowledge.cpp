@@ -625,6 +625,46 @@ private slots:
         QVERIFY(imp.out.contains("2 added, 0 updated, 0 unchanged, 0 duplicates"));
     }
 
+    void foldersExpandToTheirDocumentsSorted()
+    {
+        QTemporaryDir tmp;
+        const fs::path root = tmp.path().toStdString();
+        writeFile(root / "b" / "z.md", "# z\n\nz.\n");
+        writeFile(root / "b" / "deep" / "a.PDF", "%PDF");
+        writeFile(root / "a.txt", "a\n");
+        writeFile(root / "skip.docx", "x");
+        const auto found = expandDocumentPath(root.string());
+        QCOMPARE(found.size(), size_t(3));
+        QCOMPARE(found[0], (root / "a.txt").string());
+        QCOMPARE(found[1], (root / "b" / "deep" / "a.PDF").string());
+        QCOMPARE(found[2], (root / "b" / "z.md").string());
+        // A file is itself, whatever its extension (readDocument then says what is wrong).
+        QCOMPARE(expandDocumentPath((root / "skip.docx").string()),
+            std::vector<std::string> { (root / "skip.docx").string() });
+        writeFile(root / "empty" / "notes.docx", "x");
+        QVERIFY(expandDocumentPath((root / "empty").string()).empty());
+    }
+
+    void recordedQueryRoundTrips()
+    {
+        RetrievalSignals s;
+        s.family = "softmax";
+        s.arch = "sm_90";
+        s.bound = "memory";
+        const std::string q = recordedQuery(s, "wrong_result");
+        QCOMPARE(q, std::string("family=softmax arch=sm_90 bound=memory failure=wrong_result"));
+        const RetrievalSignals back = parseRecordedQuery(q);
+        QCOMPARE(back.family, s.family);
+        QCOMPARE(back.arch, s.arch);
+        QCOMPARE(back.bound, s.bound);
+        QCOMPARE(back.evidence, std::string("wrong_result"));
+        QCOMPARE(recordedQuery(s, ""), std::string("family=softmax arch=sm_90 bound=memory"));
+        const RetrievalSignals odd = parseRecordedQuery("  =x family=gemm junk novalue= bound=compute ");
+        QCOMPARE(odd.family, std::string("gemm"));
+        QCOMPARE(odd.bound, std::string("compute"));
+        QVERIFY(odd.arch.empty());
+    }
+
     void cliCorruptFileAddsNothing()
     {
         QTemporaryDir dir;

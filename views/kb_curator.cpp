@@ -6,7 +6,6 @@
 #include <QDateTime>
 #include <QDialog>
 #include <QDialogButtonBox>
-#include <QDirIterator>
 #include <QDragEnterEvent>
 #include <QDropEvent>
 #include <QFileDialog>
@@ -53,13 +52,6 @@ QString joined(const std::vector<std::string>& items)
 std::vector<std::string> splitList(const QString& text)
 {
     return kb::splitTagList(text.toStdString());
-}
-
-const QStringList& supportedSuffixes()
-{
-    static const QStringList s = { QStringLiteral("md"), QStringLiteral("markdown"), QStringLiteral("txt"),
-        QStringLiteral("text"), QStringLiteral("html"), QStringLiteral("htm"), QStringLiteral("pdf") };
-    return s;
 }
 
 QString statusWord(KbImportOutcome::Status s)
@@ -484,26 +476,16 @@ std::vector<KbImportOutcome> KbCurator::importFiles(const QStringList& paths)
     // Folders expand to their supported files, as `hone kb add` does.
     QStringList files;
     for (const QString& p : paths) {
-        if (!QFileInfo(p).isDir()) {
-            files << p;
-            continue;
-        }
-        QStringList found;
-        QDirIterator it(p, QDir::Files, QDirIterator::Subdirectories);
-        while (it.hasNext()) {
-            const QString f = it.next();
-            if (supportedSuffixes().contains(QFileInfo(f).suffix().toLower()))
-                found << f;
-        }
-        if (found.isEmpty()) {
+        const std::vector<std::string> found = kb::expandDocumentPath(p.toStdString());
+        if (found.empty()) {
             KbImportOutcome o;
             o.path = p;
             o.message
                 = p + QStringLiteral(": the folder holds no .md, .txt, .html or .pdf files; check the path");
             out.push_back(std::move(o));
         }
-        found.sort();
-        files << found;
+        for (const auto& f : found)
+            files << qs(f);
     }
     std::optional<kb::Category> fallback;
     if (m_defaultKind->currentIndex() > 0)

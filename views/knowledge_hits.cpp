@@ -64,27 +64,6 @@ QStringList tagMatches(const kb::DocumentInfo& doc, const kb::RetrievalSignals& 
     return out;
 }
 
-/// The signals a recorded query names ("family=softmax arch=sm_90 bound=memory failure=...").
-kb::RetrievalSignals parseRecordedQuery(const std::string& query)
-{
-    kb::RetrievalSignals s;
-    for (const QString& part : qs(query).split(QLatin1Char(' '), Qt::SkipEmptyParts)) {
-        const qsizetype eq = part.indexOf(QLatin1Char('='));
-        if (eq <= 0)
-            continue;
-        const std::string key = part.left(eq).toStdString(), value = part.mid(eq + 1).toStdString();
-        if (key == "family")
-            s.family = value;
-        else if (key == "arch")
-            s.arch = value;
-        else if (key == "bound")
-            s.bound = value;
-        else if (key == "failure")
-            s.evidence = value; // the engine's evidence starts with the failure kind
-    }
-    return s;
-}
-
 /// Query words of `plan` that occur in `text` (a stand-in for FTS5's highlight when the chunk
 /// is no longer indexed).
 QStringList termsIn(const kb::QueryPlan& plan, const QString& text)
@@ -479,7 +458,7 @@ std::vector<KnowledgeHitRow> KnowledgeHits::recordedRows(const std::vector<kb::H
             continue;
         auto& byChunk = explained[rec.query];
         try {
-            for (auto& h : m_kb->retrieve(parseRecordedQuery(rec.query), kExplainPool))
+            for (auto& h : m_kb->retrieve(kb::parseRecordedQuery(rec.query), kExplainPool))
                 byChunk.emplace(h.chunkId, std::move(h));
         } catch (const std::exception&) {
             // An unexplained hit is still shown, with the words found in its text.
@@ -506,7 +485,7 @@ std::vector<KnowledgeHitRow> KnowledgeHits::recordedRows(const std::vector<kb::H
         const QString pages = pagesText(chunk->pageFirst, chunk->pageLast);
         if (!pages.isEmpty())
             r.section += QStringLiteral(" (") + pages + QStringLiteral(")");
-        const kb::RetrievalSignals s = parseRecordedQuery(rec.query);
+        const kb::RetrievalSignals s = kb::parseRecordedQuery(rec.query);
         const auto& byChunk = explained[rec.query];
         if (auto it = byChunk.find(rec.chunkId); it != byChunk.end()) {
             for (const auto& t : it->second.matchedTerms)
