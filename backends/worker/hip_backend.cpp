@@ -68,6 +68,14 @@ std::string hipFileName(const std::string& name)
 std::string findHipcc()
 {
     std::string p;
+    if (hip::nvidiaPlatform()) {
+        // HIP on NVIDIA compiles with nvcc (hip_backend_nvidia.cpp).
+        if (const char* env = std::getenv("HONE_NVCC"); env && *env)
+            p = findExecutable(env);
+        else if (p = findExecutable("nvcc"); p.empty() && ::access("/usr/local/cuda/bin/nvcc", X_OK) == 0)
+            p = "/usr/local/cuda/bin/nvcc";
+        return p;
+    }
     if (const char* env = std::getenv("HONE_HIPCC"); env && *env)
         p = findExecutable(env);
     else if (::access("/opt/rocm/bin/hipcc", X_OK) == 0)
@@ -132,7 +140,10 @@ HipBackend::HipBackend(fs::path cacheDir)
     : m_rt(std::make_unique<hip::Runtime>())
     , m_cacheDir(std::move(cacheDir))
     , m_hipcc(findHipcc())
+    , m_nvidia(hip::nvidiaPlatform())
 {
+    if (m_nvidia)
+        m_arch = "sm_90"; // until the GPU says
     if (const char* a = std::getenv("HONE_HIP_ARCH"); a && *a)
         m_arch = a;
     m_defaultArch = m_arch;
@@ -147,7 +158,12 @@ HipBackend::HipBackend(fs::path cacheDir)
         return;
     m_name = prop.name;
     const std::string gcn = prop.gcnArchName; // "gfx90a:sramecc+:xnack-"
-    m_deviceArch = gcn.substr(0, gcn.find(':'));
+    m_deviceArch = m_nvidia ? "sm_" + std::to_string(prop.major) + std::to_string(prop.minor) : gcn.substr(0, gcn.find(':'));
+    if (prop.warpSize > 0) {
+        m_waveSize = prop.warpSize;
+        if (prop.maxThreadsPerMultiProcessor > 0)
+            m_maxWavesPerCu = prop.maxThreadsPerMultiProcessor / prop.warpSize;
+    }
     m_arch = m_deviceArch;
     m_defaultArch = m_arch;
     m_cus = prop.multiProcessorCount;
@@ -181,6 +197,8 @@ std::string HipBackend::unavailableReason() const
 {
     if (!m_rt->available())
         return m_rt->unavailableReason();
+    if (m_deviceArch.empty() && m_nvidia)
+        return "HIP on NVIDIA: cannot open the selected GPU (check HONE_HIP_DEVICE and CUDA_VISIBLE_DEVICES)";
     if (m_deviceArch.empty())
         return "the ROCm runtime cannot open the selected GPU (check HONE_HIP_DEVICE and HIP_VISIBLE_DEVICES)";
     return {};
@@ -192,6 +210,9 @@ std::string HipBackend::selectArch(const std::string& arch)
         m_arch = m_defaultArch; // a persistent worker: the last request's choice does not stick
         return {};
     }
+    if (m_nvidia)
+        return "hip_arch '" + arch + "' does not apply: this worker runs HIP on the NVIDIA platform (" + m_arch
+            + ", HONE_HIP_PLATFORM=nvidia)";
     if (!hip::archLimits(arch))
         return "hip_arch '" + arch + "' is not an architecture Hone knows; expected gfx90a, gfx940, gfx941 or gfx942";
     if (!m_deviceArch.empty() && arch != m_deviceArch)
@@ -202,6 +223,8 @@ std::string HipBackend::selectArch(const std::string& arch)
 
 std::string HipBackend::rocmVersion()
 {
+    if (m_nvidia)
+        return {}; // no ROCm: HIP's headers over CUDA
     if (const int v = m_rt->runtimeVersion(); v > 0)
         return std::to_string(v / 10000000) + "." + std::to_string(v / 100000 % 100) + "." + std::to_string(v % 100000);
     const std::string c = compilerVersion(); // "HIP version: 5.2.21153-0"
@@ -213,6 +236,8 @@ std::string HipBackend::deviceName() const
 {
     if (!available())
         return "hip: none (" + unavailableReason() + ")";
+    if (m_nvidia)
+        return "hip: " + m_name + " (" + m_deviceArch + ", " + std::to_string(m_cus) + " SMs; HIP on the NVIDIA platform)";
     return "hip: " + m_name + " (" + m_deviceArch + ", " + std::to_string(m_cus) + " CUs)";
 }
 
@@ -222,7 +247,7 @@ nlohmann::json HipBackend::devices() const
         return nlohmann::json::array();
     return nlohmann::json::array({ { { "kind", "hip" }, { "name", m_name }, { "arch", m_deviceArch },
         { "uuid", m_uuid }, { "cus", m_cus }, { "l2_bytes", m_l2Bytes }, { "memory_bytes", m_memoryBytes },
-        { "runtime", m_rt->runtimeVersion() } } });
+        { "runtime", m_rt->runtimeVersion() }, { "platform", platform() }, { "wave_size", m_waveSize } } });
 }
 
 std::string HipBackend::compilerVersion()
@@ -249,7 +274,8 @@ std::string HipBackend::compilerVersion()
             std::istringstream in(r.output);
             std::string line;
             while (std::getline(in, line))
-                if (line.find("HIP version") != std::string::npos || line.find("clang version") != std::string::npos)
+                if (line.find("HIP version") != std::string::npos || line.find("clang version") != std::string::npos
+                    || (m_nvidia && line.find("release") != std::string::npos)) // nvcc: "Cuda compilation tools, release 13.0"
                     m_hipccVersion += (m_hipccVersion.empty() ? "" : ", ") + trimRight(line);
             if (!m_hipccVersion.empty()) {
                 try {
@@ -266,7 +292,10 @@ std::string HipBackend::compilerVersion()
 std::string HipBackend::flagsFor(const CompileJob& job) const
 {
     std::vector<std::string> f = hipccBaseFlags();
-    f.push_back("--offload-arch=" + m_arch);
+    if (m_nvidia)
+        f = nvidiaFlags();
+    else
+        f.push_back("--offload-arch=" + m_arch);
     for (const auto& [name, value] : job.defines)
         f.push_back("-D" + name + "=" + value);
     for (const auto& x : splitFlags(job.flags))
@@ -276,6 +305,8 @@ std::string HipBackend::flagsFor(const CompileJob& job) const
 
 std::string HipBackend::refusedFlags(const std::string& flags) const
 {
+    if (m_nvidia)
+        return core::checkFlags(flags, "cuda"); // nvcc reads them: CUDA's allow-list
     // -mllvm passes its next word to LLVM unchecked; the target is Hone's to choose.
     for (const auto& f : splitFlags(flags))
         if (f == "-mllvm" || f.rfind("-mcpu", 0) == 0 || f.rfind("-march", 0) == 0)
@@ -286,6 +317,10 @@ std::string HipBackend::refusedFlags(const std::string& flags) const
 CompileOutput HipBackend::compile(const CompileJob& job)
 {
     CompileOutput out;
+    if (m_hipcc.empty() && m_nvidia) {
+        out.toolError = "HIP on NVIDIA: cannot find nvcc (set HONE_NVCC, put nvcc on PATH or install the CUDA toolkit)";
+        return out;
+    }
     if (m_hipcc.empty()) {
         out.toolError = "cannot find hipcc (set HONE_HIPCC, put hipcc on PATH or install ROCm in /opt/rocm, or "
                         "Debian's hipcc package)";
@@ -293,9 +328,11 @@ CompileOutput HipBackend::compile(const CompileJob& job)
     }
     const std::string version = compilerVersion();
     if (version.empty()) {
-        out.toolError = "cannot run hipcc at " + m_hipcc;
+        out.toolError = "cannot run " + std::string(m_nvidia ? "nvcc" : "hipcc") + " at " + m_hipcc;
         return out;
     }
+    if (m_nvidia)
+        return compileNvidia(job, version);
     const fs::path includeDir = m_cacheDir / "include";
     {
         const fs::path header = includeDir / "hone" / "kernel.h";
@@ -495,7 +532,7 @@ double HipBackend::timedRun(LoadedKernel& kernel, const hone_args& args, int& rc
 nlohmann::json HipBackend::timingInfo()
 {
     return { { "method",
-                 "host-inclusive: synchronize, start event, hone_run, stop event, device-wide synchronize (HIP "
+                 std::string(m_nvidia ? "HIP on the NVIDIA platform; " : "") + "host-inclusive: synchronize, start event, hone_run, stop event, device-wide synchronize (HIP "
                  "has no pre-start delay kernel yet)" },
         { "clock", "HIP events on the harness stream, closed by a device-wide synchronize" },
         { "l2_flush_bytes", m_flushBytes } };

@@ -31,6 +31,10 @@ public:
     /// ROCm version ("5.2.21153") from the runtime, else from hipcc; "" when neither says.
     std::string rocmVersion();
 
+    /// "amd", or "nvidia" for HIP on the NVIDIA platform (HONE_HIP_PLATFORM=nvidia, a test bench
+    /// for this run path: nvcc and HIP's NVIDIA platform headers, libhone-hip-nvidia.so).
+    std::string platform() const { return m_nvidia ? "nvidia" : "amd"; }
+
     std::string kind() const override { return "hip"; }
     std::string deviceName() const override;
     nlohmann::json devices() const override;
@@ -65,6 +69,12 @@ public:
 
 private:
     void ensureStream();
+    /// HIP on NVIDIA: nvcc over the candidate with HIP's NVIDIA platform headers.
+    CompileOutput compileNvidia(const CompileJob& job, const std::string& version);
+    /// The NVIDIA platform headers copied under the cache's include folder (which the sandbox
+    /// sees), in a folder named by their content; "" and `error` set when they cannot be found.
+    std::string nvidiaHeaders(std::string& error);
+    std::vector<std::string> nvidiaFlags() const;
     /// Throws DeviceFault (sticky errors mark the device lost), std::bad_alloc or runtime_error.
     void check(hipError_t code, const char* what);
 
@@ -76,6 +86,11 @@ private:
     std::string m_arch = "gfx90a";
     std::string m_defaultArch = "gfx90a"; // the device's, else $HONE_HIP_ARCH, else gfx90a
     std::string m_deviceArch; // the GPU's, when there is one
+
+    bool m_nvidia = false;
+    std::string m_nvidiaInclude; // <cache>/include/hip-nvidia-HASH, once copied
+    int m_waveSize = 64;
+    int m_maxWavesPerCu = 32;
 
     std::string m_name;
     std::string m_uuid;

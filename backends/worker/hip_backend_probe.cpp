@@ -55,13 +55,13 @@ nlohmann::json HipBackend::launchProfile(LoadedKernel& kernel, const hone_args& 
         k.maxFlatWorkgroupSize = a.maxThreadsPerBlock > 0 ? a.maxThreadsPerBlock : 1024;
         const hip::Occupancy model = limits ? hip::computeOccupancy(k, *limits, block, static_cast<int>(p.sharedMemBytes))
                                             : hip::Occupancy {};
-        const int wavesPerBlock = (block + 63) / 64;
-        const double occupancy = std::min(1.0, blocksPerCu * wavesPerBlock / 32.0);
+        const int wavesPerBlock = (block + m_waveSize - 1) / m_waveSize;
+        const double occupancy = std::min(1.0, blocksPerCu * wavesPerBlock / static_cast<double>(m_maxWavesPerCu));
         out["kernels"].push_back({ { "name", "kernel " + std::to_string(out["kernels"].size()) },
             { "grid", { p.gridDim.x, p.gridDim.y, p.gridDim.z } }, { "block", { p.blockDim.x, p.blockDim.y, p.blockDim.z } },
             { "dynamic_smem", p.sharedMemBytes }, { "static_smem", a.sharedSizeBytes }, { "registers", a.numRegs },
             { "local_bytes", a.localSizeBytes }, { "blocks_per_sm", blocksPerCu }, { "occupancy", occupancy },
-            { "limiter", occupancy >= 0.999 ? "none" : model.limiter },
+            { "limiter", occupancy >= 0.999 ? "none" : limits ? model.limiter : "not modelled (HIP on NVIDIA)" },
             { "waves", m_cus > 0 && blocksPerCu > 0 ? static_cast<double>(grid) / (blocksPerCu * m_cus) : 0.0 },
             { "threads", grid * block } });
     }
@@ -113,8 +113,9 @@ core::Ceilings HipBackend::ceilings(bool force, bool* cached)
         c.peakTensorGflops = v[2];
         c.method = "copy: 1 GiB device-to-device float4 grid-stride, bytes read + written, median of 15; fma: f32 "
                    "FMA, 8 chains per thread, 16 blocks of 256 per CU, median of 9; matrix: "
-                   "v_mfma_f32_32x32x8bf16_1k in registers, median of 9; built with "
-            + compilerVersion();
+            + std::string(m_nvidia ? "HIP on NVIDIA: WMMA bf16 16x16x16 in registers (a lower bound of Hopper's wgmma peak)"
+                                   : "v_mfma_f32_32x32x8bf16_1k in registers")
+            + ", median of 9; built with " + compilerVersion();
         return c;
     });
 }

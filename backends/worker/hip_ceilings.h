@@ -35,6 +35,34 @@ __global__ void __launch_bounds__(256) fmaKernel(float* out, float seed, int ite
         out[threadIdx.x] = s; // never true: keeps the chains alive
 }
 
+#if defined(__HIP_PLATFORM_NVIDIA__)
+// HIP on the NVIDIA platform (a test bench, docs/HIP.md): the matrix peak from WMMA bf16
+// 16x16x16, one warp per fragment set, 2 * 16^3 flops per mma_sync.
+#include <mma.h>
+#include <cuda_bf16.h>
+constexpr int kMatrixFlopsPerWaveStep = 2 * 16 * 16 * 16;
+__global__ void __launch_bounds__(256) mfmaKernel(float* out, int iters)
+{
+    using namespace nvcuda;
+    wmma::fragment<wmma::matrix_a, 16, 16, 16, __nv_bfloat16, wmma::row_major> a;
+    wmma::fragment<wmma::matrix_b, 16, 16, 16, __nv_bfloat16, wmma::col_major> b;
+    wmma::fragment<wmma::accumulator, 16, 16, 16, float> acc[4];
+    wmma::fill_fragment(a, __float2bfloat16(1.0f));
+    wmma::fill_fragment(b, __float2bfloat16(0.5f));
+    for (int c = 0; c < 4; ++c)
+        wmma::fill_fragment(acc[c], 0.0f);
+    for (int i = 0; i < iters; ++i)
+#pragma unroll
+        for (int c = 0; c < 4; ++c)
+            wmma::mma_sync(acc[c], a, b, acc[c]);
+    float s = 0;
+    for (int c = 0; c < 4; ++c)
+        s += acc[c].x[0];
+    if (s == 12345.0f)
+        out[threadIdx.x] = s;
+}
+#else
+constexpr int kMatrixFlopsPerWaveStep = 2 * 32 * 32 * 8;
 typedef short bf16x4 __attribute__((ext_vector_type(4)));
 typedef float f32x16 __attribute__((ext_vector_type(16)));
 
@@ -53,6 +81,7 @@ __global__ void __launch_bounds__(256) mfmaKernel(float* out, int iters)
     if (s == 12345.0f)
         out[threadIdx.x] = s;
 }
+#endif
 
 template <typename F>
 static double medianMs(hipStream_t s, int reps, F launch)
@@ -95,10 +124,13 @@ extern "C" int hone_hip_ceilings(void* stream, double* out)
     const int iters = 4096;
     const double fmaMs = medianMs(s, 9, [&] { fmaKernel<<<cus * 16, 256, 0, s>>>(sink, 1.0f, iters); });
     out[1] = 2.0 * 8 * iters * double(cus) * 16 * 256 / (fmaMs * 1e6);
-    // One 32x32x8 MFMA is 2*32*32*8 flops per wave; 4 waves per block.
+    // One 32x32x8 MFMA is 2*32*32*8 flops per wave (WMMA 16x16x16 on NVIDIA: 2*16^3 per warp);
+    // 4 matrix chains per wave, 256 / warpSize waves per block.
+    int wave = 64;
+    hipDeviceGetAttribute(&wave, hipDeviceAttributeWarpSize, dev);
     const int mIters = 2048;
     const double mfmaMs = medianMs(s, 9, [&] { mfmaKernel<<<cus * 8, 256, 0, s>>>(sink, mIters); });
-    out[2] = 2.0 * 32 * 32 * 8 * 4.0 * mIters * double(cus) * 8 * 4 / (mfmaMs * 1e6);
+    out[2] = double(kMatrixFlopsPerWaveStep) * 4.0 * mIters * double(cus) * 8 * (256 / wave) / (mfmaMs * 1e6);
     hipFree(in);
     hipFree(o);
     hipFree(sink);

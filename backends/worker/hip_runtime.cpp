@@ -2,6 +2,10 @@
 
 #include <dlfcn.h>
 
+#include <cstdlib>
+#include <filesystem>
+#include <vector>
+
 namespace hone::backends::hip {
 
 bool isSticky(hipError_t code)
@@ -18,21 +22,68 @@ bool isSticky(hipError_t code)
     }
 }
 
+namespace {
+
+std::string platformSetting()
+{
+    const char* p = std::getenv("HONE_HIP_PLATFORM");
+    return p ? p : "";
+}
+
+/// libhone-hip-nvidia.so: $HONE_HIP_NVIDIA_RUNTIME, else next to the worker or in its ../lib.
+std::vector<std::string> nvidiaRuntimeCandidates()
+{
+    if (const char* env = std::getenv("HONE_HIP_NVIDIA_RUNTIME"); env && *env)
+        return { env };
+    std::error_code ec;
+    const std::filesystem::path exe = std::filesystem::read_symlink("/proc/self/exe", ec);
+    if (ec)
+        return { "libhone-hip-nvidia.so" };
+    return { (exe.parent_path() / "libhone-hip-nvidia.so").string(),
+        (exe.parent_path().parent_path() / "lib" / "libhone-hip-nvidia.so").string() };
+}
+
+} // namespace
+
+bool nvidiaPlatform()
+{
+    return platformSetting() == "nvidia";
+}
+
+std::string platformError()
+{
+    const std::string p = platformSetting();
+    if (p.empty() || p == "amd" || p == "nvidia")
+        return {};
+    return "HONE_HIP_PLATFORM='" + p + "' is not a HIP platform; expected amd (the default) or nvidia";
+}
+
 Runtime::Runtime()
 {
+    if (const std::string bad = platformError(); !bad.empty()) {
+        m_reason = bad;
+        return;
+    }
+    const bool nvidia = nvidiaPlatform();
     // The candidates link libamdhip64 themselves: loading it here first (RTLD_GLOBAL) makes them
-    // share this runtime's state, matched by its soname. Never dlclose'd.
+    // share this runtime's state, matched by its soname. Never dlclose'd. On the NVIDIA platform
+    // the candidates use the CUDA runtime in the device's primary context, as the library does.
     void* lib = nullptr;
     std::string errors;
-    for (const char* name : { "libamdhip64.so", "libamdhip64.so.6", "libamdhip64.so.5" }) {
-        lib = ::dlopen(name, RTLD_NOW | RTLD_GLOBAL);
+    const std::vector<std::string> names = nvidia
+        ? nvidiaRuntimeCandidates()
+        : std::vector<std::string> { "libamdhip64.so", "libamdhip64.so.6", "libamdhip64.so.5" };
+    for (const std::string& name : names) {
+        lib = ::dlopen(name.c_str(), RTLD_NOW | RTLD_GLOBAL);
         if (lib)
             break;
         const char* err = ::dlerror();
         errors += std::string(errors.empty() ? "" : "; ") + (err ? err : name);
     }
     if (!lib) {
-        m_reason = "no ROCm runtime: cannot load libamdhip64.so (" + errors + ")";
+        m_reason = nvidia ? "HIP on NVIDIA: cannot load libhone-hip-nvidia.so (" + errors
+                + "; set HONE_HIP_NVIDIA_RUNTIME, or build the worker where CUDA and HIP headers are both found)"
+                          : "no ROCm runtime: cannot load libamdhip64.so (" + errors + ")";
         return;
     }
     std::string missing;
@@ -61,6 +112,11 @@ Runtime::Runtime()
     if (count != hipSuccess || m_devices <= 0) {
         m_devices = 0;
         const hipError_t why = count != hipSuccess ? count : init;
+        if (nvidia) {
+            m_reason = "HIP on NVIDIA: no NVIDIA GPU ("
+                + (why != hipSuccess ? describe(why) : std::string("0 devices")) + ")";
+            return;
+        }
         m_reason = "no AMD GPU: the ROCm runtime (HIP " + std::to_string(m_version / 10000000) + "."
             + std::to_string(m_version / 100000 % 100) + ") finds no device ("
             + (why != hipSuccess ? describe(why) : std::string("0 devices"))

@@ -44,6 +44,14 @@ namespace hone::backends::hip {
     X(hipEventQuery, hipError_t, (hipEvent_t))                                                   \
     X(hipEventElapsedTime, hipError_t, (float*, hipEvent_t, hipEvent_t))
 
+/// True when HONE_HIP_PLATFORM=nvidia: HIP on the NVIDIA platform, a test bench for the run
+/// path on an NVIDIA GPU (docs/HIP.md): candidates are nvcc-built against HIP's NVIDIA platform
+/// headers and the entry points below come from libhone-hip-nvidia.so (hip_nvidia_runtime.cpp,
+/// over the CUDA driver) instead of libamdhip64. Any other value but "amd" or "" is refused.
+bool nvidiaPlatform();
+/// "" when HONE_HIP_PLATFORM is unset, "amd" or "nvidia"; else why it is not understood.
+std::string platformError();
+
 /// One per process (the HIP backend owns it). Never throws: available() and
 /// unavailableReason() say what happened; `deviceCount` is 0 on a host without AMD GPUs.
 class Runtime {

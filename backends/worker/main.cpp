@@ -299,6 +299,7 @@ private:
             msg["hip_unavailable"] = amd.unavailableReason();
         msg["hipcc"] = amd.compilerVersion();
         msg["hip_arch"] = amd.arch();
+        msg["hip_platform"] = amd.platform(); // "nvidia": HIP on NVIDIA, a test bench (docs/HIP.md)
         msg["rocm"] = amd.rocmVersion();
 #else
         msg["hip_unavailable"] = "this hone-worker was built without the HIP backend (no hipcc or HIP headers at build time)";

@@ -18,6 +18,12 @@
 #ifndef LANES
 #define LANES 64
 #endif
+// HIP on NVIDIA (a test bench for the HIP path, docs/HIP.md) has 32-wide warps: a group cannot
+// be wider than the warp there, so LANES = 64 acts as 32; CDNA (wave64) is unchanged.
+#if defined(__HIP_PLATFORM_NVIDIA__) && LANES > 32
+#undef LANES
+#define LANES 32
+#endif
 #ifndef VEC
 #define VEC 2
 #endif
