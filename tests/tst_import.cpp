@@ -1,7 +1,8 @@
 // Problems from PyTorch (issue 24): `hone import kernelbench` on our own KernelBench-format files
 // (tests/data/kernelbench), the problems it writes (shapes, dtypes, tolerances, cost model), the
 // error line of each file it cannot convert, a hand-written C++ candidate evaluated through the
-// real worker against the PyTorch reference and baseline, an all-zeros candidate that fails on
+// real worker against the PyTorch reference and baseline, the runner's GPU-baseline requests
+// (stage, time; the device-less answer on a host without CUDA), an all-zeros candidate that fails on
 // every imported problem, a host without PyTorch, and the LLM synthesizer driving an imported
 // problem that has no seed kernels. Skips, naming the reason, where PyTorch is missing.
 
@@ -389,6 +390,66 @@ private slots:
         QCOMPARE(bench["rows"][1]["correct"].get<bool>(), false);
         const std::string md = readFile(out / "bench.md");
         QVERIFY2(md.find("KernelBench: 1 of 2 problems correct (50%); fast_1.0 ") != std::string::npos, md.c_str());
+    }
+
+    void gpuBaselineRequestsOfTheReferenceRunner()
+    {
+        // The requests that time a PyTorch baseline on a CUDA target (stage, then time), sent to
+        // the runner script the worker embeds, with an imported reference. Without a GPU the
+        // answer names the missing device and the process goes on serving reference calls; with
+        // one, the staged set is timed with the delay sized as docs/BENCH.md says.
+        const fs::path dir = fs::path(m_tmp.path().toStdString()) / "runner";
+        fs::create_directories(dir);
+        const char* src = std::getenv("HONE_SOURCE_DIR");
+        const fs::path runner = (src && *src ? fs::path(src) : fs::path(HONE_TEST_DATA) / "../..")
+            / "resources/python/hone_torch_runner.py";
+        QVERIFY2(fs::exists(runner), runner.c_str());
+        const std::vector<float> x = { -2.f, -1.f, 0.f, 1.f, 2.f, -0.5f, 0.5f, 3.f, -3.f, 4.f };
+        std::ofstream(dir / "x.bin", std::ios::binary)
+            .write(reinterpret_cast<const char*>(x.data()), static_cast<std::streamsize>(x.size() * sizeof(float)));
+        const json io = { { "inputs", { { { "name", "x" }, { "dtype", "f32" }, { "shape", { 2, 5 } }, { "file", (dir / "x.bin").string() } } } },
+            { "outputs", { { { "name", "out" }, { "dtype", "f32" }, { "shape", { 2, 5 } }, { "file", (dir / "out.bin").string() } } } },
+            { "params", { { "batch_size", 2 }, { "dim", 5 } } } };
+        json stage = io;
+        stage["op"] = "stage";
+        stage["set"] = 0;
+        json time = { { "op", "time" }, { "set", 0 }, { "samples", 3 } };
+        QProcess p;
+        p.start(QString::fromStdString(python()), { "-I", "-B", QString::fromStdString(runner.string()),
+                                                      QString::fromStdString((m_out / "01_relu" / "reference.py").string()) });
+        for (const json& line : { stage, time, io })
+            p.write(QByteArray::fromStdString(line.dump() + "\n"));
+        p.closeWriteChannel();
+        QVERIFY(p.waitForFinished(300000));
+        std::vector<json> replies;
+        std::istringstream in(p.readAllStandardOutput().toStdString());
+        for (std::string line; std::getline(in, line);)
+            replies.push_back(json::parse(line));
+        QCOMPARE(replies.size(), size_t(4));
+        QCOMPARE(replies[0]["ok"].get<bool>(), true); // torch and the module loaded
+        const bool gpu = runProcess(QString::fromStdString(python()),
+                             { "-c", "import torch, sys; sys.exit(0 if torch.cuda.is_available() else 1)" })
+                             .exitCode
+            == 0;
+        if (gpu) {
+            QCOMPARE(replies[1]["ok"].get<bool>(), true);
+            QVERIFY(replies[1]["delay_ns"].get<double>() >= 50e3);
+            QCOMPARE(replies[2]["ns"].size(), size_t(3));
+            for (const auto& ns : replies[2]["ns"])
+                QVERIFY(ns.get<double>() > 0);
+        } else {
+            QCOMPARE(replies[1]["ok"].get<bool>(), false);
+            const std::string why = replies[1]["error"].get<std::string>();
+            QVERIFY2(why.find("PyTorch sees no CUDA device") != std::string::npos, why.c_str());
+            QCOMPARE(replies[2]["ok"].get<bool>(), false); // no device to time on either
+        }
+        // A reference call after them: the right outputs, written where the request said.
+        QCOMPARE(replies[3]["ok"].get<bool>(), true);
+        std::vector<float> out(x.size());
+        std::ifstream(dir / "out.bin", std::ios::binary)
+            .read(reinterpret_cast<char*>(out.data()), static_cast<std::streamsize>(out.size() * sizeof(float)));
+        for (size_t i = 0; i < x.size(); ++i)
+            QCOMPARE(out[i], x[i] > 0 ? x[i] : 0.f);
     }
 
     void llmWritesKernelsFromThePyTorchReference()

@@ -280,7 +280,8 @@ void Evaluator::build(DeviceBackend& backend, const SourceSpec& spec, const char
     const bool isCandidate = roleName == "candidate";
     if (spec.lang == "python") {
         // A PyTorch module (reference.py): a reference, or the baseline it doubles as. It runs
-        // on host memory, so on another device the baseline is left out here (docs/FORMATS.md).
+        // on host memory; as a baseline on a CUDA target it times itself on the GPU
+        // (timeCandidate), and on another device it is left out (docs/FORMATS.md).
         if (isCandidate)
             throw EvalFailure { FailureKind::BadCandidate, m_stage,
                 "candidate " + spec.name + " is Python; candidates are C++, CUDA or HIP sources (a PyTorch module can "
@@ -289,6 +290,8 @@ void Evaluator::build(DeviceBackend& backend, const SourceSpec& spec, const char
         built.compile.objectPath = torchReferenceKey(spec.source);
         if ((m_request->wantCheck || m_request->wantTime) && (&backend == &m_host || backend.kind() == "cpu"))
             built.kernel = std::make_unique<TorchKernel>(spec.source, spec.name, m_request->runSeconds);
+        else if (m_request->wantTime && roleName == "baseline" && backend.kind() == "cuda")
+            built.kernel = std::make_unique<TorchKernel>(spec.source, spec.name, m_request->runSeconds, true);
         return;
     }
     // The candidate's faults are its own; a reference or baseline that fails is the problem's.
@@ -431,6 +434,13 @@ nlohmann::json Evaluator::timeCandidate(const ShapeSpec& shape, LoadedKernel& ca
     LoadedKernel& reference, double* medianSeconds)
 {
     const EvalRequest& req = *m_request;
+    // A PyTorch baseline on a GPU times itself, in its own process on its own GPU copies of the
+    // input sets, in blocks of samples that alternate with the candidate's (docs/BENCH.md).
+    TorchKernel* gpuTorch = dynamic_cast<TorchKernel*>(baseline);
+    if (gpuTorch && !gpuTorch->onGpu())
+        gpuTorch = nullptr;
+    if (gpuTorch)
+        baseline = nullptr;
     // Several input sets, drawn in an order the candidate cannot predict, so that a kernel that
     // is honest only on inputs it has seen (or caches results) is caught by the verified calls.
     size_t inputBytes = 0;
@@ -536,7 +546,31 @@ nlohmann::json Evaluator::timeCandidate(const ShapeSpec& shape, LoadedKernel& ca
     progress("time",
         shape.label + ": " + std::to_string(req.warmup) + " warm-up and " + std::to_string(req.samples)
             + " interleaved samples over " + std::to_string(sets) + " input sets"
-            + (baseline ? " against the baseline" : ""));
+            + (baseline || gpuTorch ? " against the baseline" : ""));
+    // The baseline's failures are the problem's, not the candidate's.
+    auto torchCall = [&](const std::function<void()>& call) {
+        try {
+            call();
+        } catch (const std::exception& e) {
+            throw EvalFailure { FailureKind::WorkerError, "time",
+                "the PyTorch baseline on the GPU, " + shape.label + ": " + e.what() };
+        }
+    };
+    nlohmann::json torchMethod;
+    if (gpuTorch) {
+        std::vector<HostTensor> torchOut = makeTensors(shape.outputs);
+        for (size_t s = 0; s < sets; ++s) {
+            std::vector<void*> in;
+            for (auto& t : inputs[s])
+                in.push_back(t.data());
+            std::vector<void*> out;
+            for (auto& t : torchOut)
+                out.push_back(t.data());
+            KernelArgs hostArgs(shape, req.params, nullptr);
+            hostArgs.bind(shape.inputs, in, shape.outputs, out);
+            torchCall([&] { torchMethod = gpuTorch->stage(static_cast<int>(s), hostArgs.args()); });
+        }
+    }
     for (int i = 0; i < req.warmup; ++i) {
         const size_t set = rng() % sets;
         poisonOutputs();
@@ -566,8 +600,26 @@ nlohmann::json Evaluator::timeCandidate(const ShapeSpec& shape, LoadedKernel& ca
         ++sideStream;
         return ns;
     };
+    // The GPU PyTorch baseline: a block of samples on one drawn input set, before or after
+    // (drawn per block) the candidate's samples of the same block.
+    constexpr int kTorchBlock = 5;
+    int torchCovered = 0;
+    bool torchAfter = false;
+    auto torchBlock = [&](int n) {
+        const int set = static_cast<int>(rng() % sets);
+        int covered = 0;
+        std::vector<double> ns;
+        torchCall([&] { ns = gpuTorch->timeOnGpu(set, n, covered); });
+        torchCovered += covered;
+        base.insert(base.end(), ns.begin(), ns.end());
+    };
     auto lastNote = std::chrono::steady_clock::now();
     for (int i = 0; i < req.samples; ++i) {
+        if (gpuTorch && i % kTorchBlock == 0) {
+            torchAfter = rng() & 1;
+            if (!torchAfter)
+                torchBlock(std::min(kTorchBlock, req.samples - i));
+        }
         // A heartbeat for slow kernels (a naive baseline can take a second a call).
         if (std::chrono::steady_clock::now() - lastNote > std::chrono::seconds(5)) {
             progress("time", shape.label + ": sample " + std::to_string(i + 1) + " of " + std::to_string(req.samples));
@@ -601,7 +653,13 @@ nlohmann::json Evaluator::timeCandidate(const ShapeSpec& shape, LoadedKernel& ca
             if (c > 0)
                 ratios.push_back(b / c);
         }
+        if (gpuTorch && torchAfter && ((i + 1) % kTorchBlock == 0 || i + 1 == req.samples))
+            torchBlock(i % kTorchBlock + 1);
     }
+    if (gpuTorch)
+        for (size_t k = 0; k < cand.size() && k < base.size(); ++k)
+            if (cand[k] > 0)
+                ratios.push_back(base[k] / cand[k]);
     // Inputs are read-only for both kernels, through all of timing.
     for (size_t s = 0; s < sets; ++s)
         for (const std::vector<DeviceBuffer>* group : { &candIn[s], &baseIn[s] })
@@ -645,9 +703,15 @@ nlohmann::json Evaluator::timeCandidate(const ShapeSpec& shape, LoadedKernel& ca
         info["resampled"] = resampled;
         timing["method"] = info;
     }
-    if (baseline) {
+    if (baseline || gpuTorch) {
         timing["baseline"] = toJson(summarizeSamples(base));
         timing["speedup"] = quantile(ratios, 0.5);
+    }
+    if (gpuTorch) {
+        torchMethod["method"] = "PyTorch eager in the reference's process: L2 flush, torch.cuda._sleep, CUDA events";
+        torchMethod["interleave"] = "blocks of " + std::to_string(kTorchBlock) + " samples, order drawn per block";
+        torchMethod["covered"] = base.empty() ? 0.0 : static_cast<double>(torchCovered) / base.size();
+        timing["baseline_method"] = torchMethod;
     }
     *medianSeconds = cs.medianNs * 1e-9;
     return timing;

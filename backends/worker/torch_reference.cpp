@@ -19,6 +19,7 @@
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <stdexcept>
@@ -79,10 +80,11 @@ std::string torchReferenceKey(const std::string& source)
     return "torch-" + core::sha256Hex(std::string(embedded::kTorchRunner) + "\n--\n" + source);
 }
 
-TorchKernel::TorchKernel(std::string source, std::string name, double callSeconds)
+TorchKernel::TorchKernel(std::string source, std::string name, double callSeconds, bool onGpu)
     : m_source(std::move(source))
     , m_name(std::move(name))
     , m_callSeconds(callSeconds > 0 ? callSeconds : 600)
+    , m_onGpu(onGpu)
 {
 }
 
@@ -133,10 +135,21 @@ void TorchKernel::start()
     if (sandbox.enabled) {
         std::vector<std::pair<std::string, std::string>> env
             = { { "PATH", "/usr/bin:/bin" }, { "HOME", "/tmp" }, { "PYTHONDONTWRITEBYTECODE", "1" } };
-        for (const char* var : { "OMP_NUM_THREADS", "MKL_NUM_THREADS", "LD_LIBRARY_PATH" })
+        for (const char* var : { "OMP_NUM_THREADS", "MKL_NUM_THREADS", "LD_LIBRARY_PATH", "CUDA_VISIBLE_DEVICES",
+                 "CUDA_DEVICE_ORDER", "HONE_CUDA_DEVICE" })
             if (const char* v = std::getenv(var))
                 env.emplace_back(var, v);
         argv = sandboxCommand(sandbox.bwrap, env, 256ull << 20);
+        if (m_onGpu) {
+            // The GPU baseline needs the driver's device nodes (nvidiactl, nvidia-uvm, nvidiaN,
+            // nvidia-caps) and reads the PCI topology; nothing else of /dev or /sys.
+            std::error_code dirEc;
+            for (const auto& e : fs::directory_iterator("/dev", dirEc))
+                if (e.path().filename().string().rfind("nvidia", 0) == 0)
+                    argv.insert(argv.end(), { "--dev-bind", e.path().string(), e.path().string() });
+            for (const char* dir : { "/sys/bus/pci", "/sys/devices", "/sys/module/nvidia" })
+                argv.insert(argv.end(), { "--ro-bind-try", dir, dir });
+        }
         // Debian reaches BLAS and LAPACK (numpy, torch) through /etc/alternatives.
         argv.insert(argv.end(), { "--ro-bind-try", "/etc/alternatives", "/etc/alternatives" });
         // An interpreter outside /usr (a venv, conda) is seen with its whole prefix, read-only.
@@ -252,12 +265,13 @@ std::string TorchKernel::readLine(double seconds)
     }
 }
 
-int TorchKernel::run(const hone_args& args)
+nlohmann::json TorchKernel::exchange(nlohmann::json req, const hone_args& args)
 {
     if (m_pid <= 0)
         start();
-    nlohmann::json req = { { "inputs", nlohmann::json::array() }, { "outputs", nlohmann::json::array() },
-        { "params", nlohmann::json::object() } };
+    req["inputs"] = nlohmann::json::array();
+    req["outputs"] = nlohmann::json::array();
+    req["params"] = nlohmann::json::object();
     auto describe = [&](const hone_tensor& t, const std::string& file) {
         std::vector<int64_t> shape(t.shape, t.shape + t.rank);
         return nlohmann::json { { "name", t.name ? t.name : "" },
@@ -287,7 +301,6 @@ int TorchKernel::run(const hone_args& args)
         throw std::runtime_error("the PyTorch reference sent a line that is not JSON");
     if (!rep.value("ok", false))
         throw std::runtime_error(rep.value("error", std::string("failed without a reason")));
-    m_lastNs = rep.value("ns", 0.0);
     for (int32_t i = 0; i < args.num_outputs; ++i) {
         const std::string file = req["outputs"][static_cast<size_t>(i)]["file"];
         const size_t bytes = bytesOf(args.outputs[i]);
@@ -297,7 +310,43 @@ int TorchKernel::run(const hone_args& args)
             throw std::runtime_error("the PyTorch reference wrote " + file + " with a size other than "
                 + std::to_string(bytes) + " bytes");
     }
+    return rep;
+}
+
+int TorchKernel::run(const hone_args& args)
+{
+    // On a GPU target the tensors of a call are the device's: the module is timed through
+    // stage() and timeOnGpu(), on its own copies, never handed device pointers.
+    if (m_onGpu)
+        throw std::logic_error("the PyTorch baseline " + m_name + " on a GPU is timed with stage()/timeOnGpu()");
+    const nlohmann::json rep = exchange(nlohmann::json::object(), args);
+    m_lastNs = rep.value("ns", 0.0);
     return 0;
+}
+
+nlohmann::json TorchKernel::stage(int set, const hone_args& hostArgs)
+{
+    nlohmann::json rep = exchange({ { "op", "stage" }, { "set", set } }, hostArgs);
+    rep.erase("ok");
+    return rep;
+}
+
+std::vector<double> TorchKernel::timeOnGpu(int set, int samples, int& covered)
+{
+    if (m_pid <= 0)
+        throw std::logic_error("timeOnGpu before stage");
+    send(nlohmann::json { { "op", "time" }, { "set", set }, { "samples", samples } }.dump());
+    const nlohmann::json rep = nlohmann::json::parse(readLine(m_callSeconds * std::max(1, samples)), nullptr, false);
+    if (!rep.is_object())
+        throw std::runtime_error("the PyTorch reference sent a line that is not JSON");
+    if (!rep.value("ok", false))
+        throw std::runtime_error(rep.value("error", std::string("failed without a reason")));
+    covered = rep.value("covered", 0);
+    std::vector<double> ns = rep.value("ns", std::vector<double>());
+    if (ns.size() != static_cast<size_t>(samples))
+        throw std::runtime_error("the PyTorch reference returned " + std::to_string(ns.size()) + " samples of "
+            + std::to_string(samples));
+    return ns;
 }
 
 double TorchKernel::timedRun(const hone_args& args, int& rc)

@@ -5,6 +5,7 @@
 #include <nlohmann/json.hpp>
 
 #include <string>
+#include <vector>
 #include <sys/types.h>
 
 /// A problem's PyTorch reference (reference.py): a Python process on this host, inside the
@@ -24,8 +25,10 @@ std::string torchReferenceKey(const std::string& source);
 
 class TorchKernel final : public LoadedKernel {
 public:
-    /// Nothing starts until the first call: cached reference outputs need no Python.
-    TorchKernel(std::string source, std::string name, double callSeconds);
+    /// Nothing starts until the first call: cached reference outputs need no Python. `onGpu`:
+    /// a baseline on a CUDA target, which sees the GPU (/dev/nvidia*) in its sandbox and is
+    /// timed there by stage() and timeOnGpu(), never through run().
+    TorchKernel(std::string source, std::string name, double callSeconds, bool onGpu = false);
     ~TorchKernel() override;
     TorchKernel(const TorchKernel&) = delete;
     TorchKernel& operator=(const TorchKernel&) = delete;
@@ -36,14 +39,27 @@ public:
     /// As run(); the nanoseconds the module's run() took, by the Python process's clock.
     double timedRun(const hone_args& args, int& rc);
 
+    bool onGpu() const { return m_onGpu; }
+    /// GPU only: copies the inputs of `hostArgs` (host buffers) to the GPU as input set `set`,
+    /// runs the module once (its outputs land in `hostArgs`' outputs), warms it up and sizes
+    /// the pre-start delay from one call's host time. Returns {device, host_launch_ns, delay_ns}.
+    nlohmann::json stage(int set, const hone_args& hostArgs);
+    /// GPU only: `samples` samples of the module on staged set `set`, each timed as the worker
+    /// times candidates (L2 flush, delay, CUDA events, device-wide synchronize), in ns.
+    /// `covered` counts those whose launch was all queued before the start event passed.
+    std::vector<double> timeOnGpu(int set, int samples, int& covered);
+
 private:
     void start();
+    /// One request with `args`' inputs as files; the reply, its outputs read into `args`.
+    nlohmann::json exchange(nlohmann::json req, const hone_args& args);
     std::string readLine(double seconds);
     void send(const std::string& line);
 
     std::string m_source;
     std::string m_name;
     double m_callSeconds;
+    bool m_onGpu;
     std::string m_dir;
     pid_t m_pid = -1;
     int m_in = -1;  // the process's stdin
