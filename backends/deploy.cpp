@@ -48,7 +48,7 @@ std::string readText(const fs::path& p)
 }
 
 /// The words of a CMake command `head ... )` in `text` that end in `ext`, e.g. the sources of
-/// `add_executable(hone-worker`.
+/// `add_library(hone_worker_lib STATIC`.
 std::vector<std::string> cmakeList(const std::string& text, const std::string& head, const std::string& ext)
 {
     std::vector<std::string> out;
@@ -84,7 +84,7 @@ std::string prefixWord(const std::string& prefix)
 
 struct WorkerSources {
     std::vector<std::string> files; // relative to the source dir
-    std::vector<std::string> sources; // hone-worker's and hone_proto's .cpp files
+    std::vector<std::string> sources; // hone-worker's, hone_worker_lib's and hone_proto's .cpp files
     std::vector<std::string> cudaSources;
     std::string embeddedHeader; // generated/hone_embedded.h's text
     std::string version; // the project's VERSION
@@ -107,9 +107,15 @@ WorkerSources collectSources(const fs::path& src, const std::string& targetName)
     if (std::regex_search(top, m, std::regex(R"(project\(\s*hone\s+VERSION\s+([0-9][0-9.]*))")))
         ws.version = m[1];
     const std::string wtext = readText(src / workerCMake);
-    for (const auto& f : cmakeList(wtext, "add_executable(hone-worker", ".cpp"))
-        ws.sources.push_back("backends/worker/" + f);
-    for (const auto& f : cmakeList(wtext, "target_sources(hone-worker PRIVATE", ".cpp"))
+    // hone-worker is its main() over hone_worker_lib: both lists are its sources.
+    bool listed = true;
+    for (const char* head : { "add_executable(hone-worker", "add_library(hone_worker_lib STATIC" }) {
+        const auto list = cmakeList(wtext, head, ".cpp");
+        listed = listed && !list.empty();
+        for (const auto& f : list)
+            ws.sources.push_back("backends/worker/" + f);
+    }
+    for (const auto& f : cmakeList(wtext, "target_sources(hone_worker_lib PRIVATE", ".cpp"))
         ws.cudaSources.push_back("backends/worker/" + f);
     for (const auto& f :
         cmakeList(readText(src / "core/CMakeLists.txt"), "add_library(hone_proto STATIC", ".cpp"))
@@ -121,8 +127,8 @@ WorkerSources collectSources(const fs::path& src, const std::string& targetName)
     std::vector<std::string> hipSources;
     for (const auto& f : cmakeList(wtext, "set(_hone_hip_sources", ".cpp"))
         hipSources.push_back("backends/worker/" + f);
-    if (ws.sources.size() < 2)
-        throw missing("cannot find the source lists of hone-worker and hone_proto in " + workerCMake
+    if (!listed || ws.sources.size() < 3)
+        throw missing("cannot find the source lists of hone-worker, hone_worker_lib and hone_proto in " + workerCMake
             + " and core/CMakeLists.txt");
 
     // The embedded resources, and the header the worker build generates from them: shipped

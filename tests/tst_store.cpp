@@ -156,11 +156,6 @@ private slots:
     /// holder's pid, `hone show` still reads it, and once the lock is released resume works.
     void secondDriverOfASessionIsRefused()
     {
-#if defined(__SANITIZE_ADDRESS__)
-        // Under ASan the runner's own per-call work (about 1 ms) is past the clock check's
-        // allowance of 100 us, so honest candidates fail as suspicious (docs/THREAT_MODEL.md).
-        QSKIP("the clock check flags honest candidates in an ASan build");
-#endif
         if (qEnvironmentVariableIsEmpty("HONE_CLI") || qEnvironmentVariableIsEmpty("HONE_WORKER"))
             QSKIP("HONE_CLI and HONE_WORKER are not set (run through ctest)");
         QTemporaryDir dir;

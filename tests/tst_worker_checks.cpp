@@ -616,11 +616,6 @@ private slots:
     /// verified, as the first one's are.
     void verifiesEveryTimedShape()
     {
-#if defined(__SANITIZE_ADDRESS__)
-        // Under ASan the runner's own per-call work (about 1 ms) is past the clock check's
-        // allowance of 100 us, so honest candidates fail as suspicious (docs/THREAT_MODEL.md).
-        QSKIP("the clock check flags honest candidates in an ASan build");
-#endif
         const std::string body = "    for (int64_t i = 0; i < n; ++i)\n"
                                  "        y[i] = 2.0f * x[i] + (n == 16384 ? 1.0f : b);\n"
                                  "    return 0;\n";

@@ -87,7 +87,6 @@ private:
     bool m_versionRead = false;
     bool m_headerInstalled = false;
     std::string m_machineId; // what -march=native resolves against: CPU model and features
-    unsigned m_tmpCounter = 0;
 };
 
 /// One compile into the content-addressed object cache, shared by the host compiler and nvcc:

@@ -206,8 +206,9 @@ EvalRequest parseEvalRequest(const nlohmann::json& request)
         r.samples = static_cast<int>(std::clamp(number(*c, "samples", "config", 25), 20.0, 100000.0));
         r.warmup = static_cast<int>(std::clamp(number(*c, "warmup", "config", 3), 0.0, 1000.0));
         const double shape = number(*c, "timing_shape", "config", 0);
-        if (shape < 0 || shape != std::floor(shape))
-            throw RequestError("config.timing_shape is not a non-negative integer");
+        // Bounded before the cast: 1e300 is integral too, and past size_t (found by fuzzing).
+        if (!(shape >= 0 && shape <= 1e9) || shape != std::floor(shape))
+            throw RequestError("config.timing_shape is not a non-negative integer index");
         r.timingShape = static_cast<size_t>(shape);
         if (auto ts = c->find("timing_shapes"); ts != c->end() && !ts->is_null()) {
             if (!ts->is_array() || ts->empty())

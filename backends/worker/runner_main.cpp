@@ -48,7 +48,10 @@ void sendPacket(int sock, const void* header, size_t headerBytes, const std::vec
 
 bool receivePacket(int sock, void* header, size_t headerBytes, std::vector<char>& payload, int* fd)
 {
-    std::vector<char> packet(kMaxPacket);
+    // One buffer per thread, kept: a fresh zero-filled MiB per packet cost the runner ~1 ms of
+    // CPU per call under ASan (and tens of us without), all of it inside the window in which the
+    // judge charges the runner's CPU time against the candidate's reported time.
+    thread_local std::vector<char> packet(kMaxPacket);
     iovec iov { packet.data(), packet.size() };
     msghdr msg {};
     msg.msg_iov = &iov;

@@ -47,9 +47,25 @@ template <typename T> T clampTo(double v)
 {
     if (std::isnan(v))
         return 0;
+    // Compared, not clamped to: the double nearest INT64_MAX is 2^63, one past it, and casting
+    // it is undefined (fuzz_eval_request found it).
     const double lo = static_cast<double>(std::numeric_limits<T>::lowest());
     const double hi = static_cast<double>(std::numeric_limits<T>::max());
-    return static_cast<T>(std::clamp(v, lo, hi));
+    if (v <= lo)
+        return std::numeric_limits<T>::lowest();
+    if (v >= hi)
+        return std::numeric_limits<T>::max();
+    return static_cast<T>(v);
+}
+
+/// An init number that bounds integer draws: an integer-valued double within +-2^53 (every
+/// such integer is exact, and spans between two of them fit int64_t).
+int64_t integerBound(double v, const char* key, const std::string& dist)
+{
+    constexpr double kLimit = 9007199254740992.0; // 2^53
+    if (!(std::fabs(v) <= kLimit))
+        throw RequestError("init '" + dist + "' has " + key + " outside +-2^53 (9007199254740992)");
+    return static_cast<int64_t>(v);
 }
 
 } // namespace
@@ -423,22 +439,22 @@ void HostTensor::fill(uint64_t seed, const std::string& shapeLabel, size_t tenso
                 draw = [=](size_t i) { return low + (high - low) * uniformAt(key, i); };
             } else {
                 // Integers: every value of [low, high], both ends included.
-                const auto lo = static_cast<int64_t>(std::ceil(low));
-                const auto span = static_cast<int64_t>(std::floor(high)) - lo + 1;
+                const int64_t lo = integerBound(std::ceil(low), "low", dist);
+                const int64_t span = integerBound(std::floor(high), "high", dist) - lo + 1;
                 if (span <= 0)
                     throw RequestError("init 'uniform' holds no integer");
                 draw = [=](size_t i) { return static_cast<double>(lo + belowAt(key, i, span)); };
             }
         } else if (dist == "randint") {
-            const auto lo = static_cast<int64_t>(number(init, "low", 0.0));
-            const auto hi = static_cast<int64_t>(required(init, "high", dist));
+            const int64_t lo = integerBound(number(init, "low", 0.0), "low", dist);
+            const int64_t hi = integerBound(required(init, "high", dist), "high", dist);
             if (hi <= lo)
                 throw RequestError("init 'randint' needs high > low (high is exclusive)");
             draw = [=](size_t i) { return static_cast<double>(lo + belowAt(key, i, hi - lo)); };
         } else if (dist == "offsets") {
             if (floating || m_desc.shape.size() != 1)
                 throw RequestError("init 'offsets' needs a rank-1 integer tensor");
-            const auto total = static_cast<int64_t>(required(init, "total", dist));
+            const int64_t total = integerBound(required(init, "total", dist), "total", dist);
             if (total < 0)
                 throw RequestError("init 'offsets' needs total >= 0");
             // Sorted, first 0, last `total`: random cut points give random segment lengths.

@@ -1,0 +1,166 @@
+// The worker's request reader (parseEvalRequest) and input draws (HostTensor::fill), linked from
+// hone_worker_lib: what a request line becomes, the errors that name the bad field, and the
+// inputs fuzz_eval_request found undefined behaviour on.
+
+#include "eval_request.h"
+#include "tensors.h"
+
+#include <QtTest>
+
+#include <fstream>
+#include <limits>
+#include <sstream>
+
+using namespace hone::backends;
+
+namespace {
+
+/// A request the engine sent to the worker (captured from `hone eval` on the CPU softmax; it is
+/// also a seed of the fuzz corpus).
+nlohmann::json realRequest()
+{
+    std::ifstream f(HONE_SOURCE_DIR "/tests/fuzz/corpus/fuzz_eval_request/real_softmax");
+    std::stringstream ss;
+    ss << f.rdbuf();
+    return nlohmann::json::parse(ss.str());
+}
+
+/// The message of the RequestError that `parseEvalRequest(r)` throws, or "" when it accepts.
+QString requestError(const nlohmann::json& r)
+{
+    try {
+        (void)parseEvalRequest(r);
+    } catch (const RequestError& e) {
+        return QString::fromStdString(e.what());
+    }
+    return {};
+}
+
+/// A one-input tensor of `dtype` and `shape` with `init`, drawn with seed 1.
+HostTensor drawn(hone_dtype dtype, std::vector<int64_t> shape, const nlohmann::json& init)
+{
+    TensorDesc d;
+    d.name = "x";
+    d.dtype = dtype;
+    d.shape = std::move(shape);
+    d.init = init;
+    HostTensor t(d);
+    t.fill(1, "small[0]", 0);
+    return t;
+}
+
+QString fillError(hone_dtype dtype, std::vector<int64_t> shape, const nlohmann::json& init)
+{
+    try {
+        (void)drawn(dtype, std::move(shape), init);
+    } catch (const RequestError& e) {
+        return QString::fromStdString(e.what());
+    }
+    return {};
+}
+
+} // namespace
+
+class TestEvalRequest : public QObject {
+    Q_OBJECT
+private slots:
+    void readsARealRequest()
+    {
+        const EvalRequest r = parseEvalRequest(realRequest());
+        QCOMPARE(r.problemName, std::string("softmax"));
+        QCOMPARE(r.seeds, (std::vector<uint64_t> { 1, 2, 3 }));
+        QCOMPARE(r.bench.size(), size_t(3));
+        QCOMPARE(r.timingShapes, (std::vector<size_t> { 0, 1, 2 }));
+        QVERIFY(r.baseline.has_value());
+        QCOMPARE(r.bench[0].inputs.at(0).name, std::string("x"));
+        QVERIFY(!r.bench[0].outputs.empty());
+    }
+
+    void repeatedSeedsBecomeThreeDistinct()
+    {
+        nlohmann::json r = realRequest();
+        r["config"]["seeds"] = { 7, 7 };
+        QCOMPARE(parseEvalRequest(r).seeds, (std::vector<uint64_t> { 7, 8, 9 }));
+    }
+
+    void errorsNameTheField_data()
+    {
+        QTest::addColumn<QString>("pointer");
+        QTest::addColumn<QString>("value");
+        QTest::addColumn<QString>("want");
+        QTest::addRow("no candidate") << "/candidate" << "null" << "has no 'candidate'";
+        QTest::addRow("timing shape past bench") << "/config/timing_shapes" << "[7]" << "problem.bench has 3";
+        // 1e300 is integral, and was cast to size_t unchecked (UB; fuzz_eval_request).
+        QTest::addRow("timing shape 1e300") << "/config/timing_shape" << "1e300"
+                                            << "timing_shape is not a non-negative integer index";
+        QTest::addRow("shape rank") << "/problem/bench/0/outputs/0/shape" << "[1,1,1,1,1,1,1,1,1,1]"
+                                    << "problem.bench[0].outputs[0]";
+        QTest::addRow("stages not strings") << "/stages" << "[1]" << "'stages' holds a value";
+    }
+    void errorsNameTheField()
+    {
+        QFETCH(QString, pointer);
+        QFETCH(QString, value);
+        QFETCH(QString, want);
+        nlohmann::json r = realRequest();
+        r[nlohmann::json::json_pointer(pointer.toStdString())] = nlohmann::json::parse(value.toStdString());
+        const QString got = requestError(r);
+        QVERIFY2(got.contains(want), qPrintable(got));
+    }
+
+    void offsetsRunFromZeroToTotal()
+    {
+        const HostTensor t = drawn(HONE_I64, { 9 }, { { "dist", "offsets" }, { "total", 100 } });
+        QCOMPARE(t.at(0), 0.0);
+        QCOMPARE(t.at(8), 100.0);
+        for (size_t i = 1; i < 9; ++i)
+            QVERIFY(t.at(i - 1) <= t.at(i));
+    }
+
+    /// A normal draw far past int64's range saturates at its end: it was cast from 2^63 (UB;
+    /// x86 gave INT64_MIN, the wrong end).
+    void int64DrawsSaturate()
+    {
+        const HostTensor hi = drawn(HONE_I64, { 4 }, { { "dist", "normal" }, { "mean", 1e19 }, { "std", 0 } });
+        const HostTensor lo = drawn(HONE_I64, { 4 }, { { "dist", "normal" }, { "mean", -1e19 }, { "std", 0 } });
+        for (size_t i = 0; i < 4; ++i) {
+            int64_t h = 0, l = 0;
+            std::memcpy(&h, static_cast<const char*>(hi.data()) + 8 * i, 8);
+            std::memcpy(&l, static_cast<const char*>(lo.data()) + 8 * i, 8);
+            QCOMPARE(h, std::numeric_limits<int64_t>::max());
+            QCOMPARE(l, std::numeric_limits<int64_t>::lowest());
+        }
+    }
+
+    /// Integer draws whose bounds do not fit were cast (UB) or overflowed a span (UB): each now
+    /// fails naming the dist and the bound (found by fuzz_eval_request).
+    void integerBoundsOutOfRangeAreRefused_data()
+    {
+        QTest::addColumn<QByteArray>("init");
+        QTest::addColumn<QString>("want");
+        QTest::addRow("randint span past int64")
+            << QByteArray(R"({"dist":"randint","low":-9e18,"high":9e18})") << "init 'randint' has low outside";
+        QTest::addRow("uniform on integers at 1e19")
+            << QByteArray(R"({"dist":"uniform","low":1e19,"high":2e19})") << "init 'uniform' has low outside";
+        QTest::addRow("offsets total 9.3e18")
+            << QByteArray(R"({"dist":"offsets","total":9.3e18})") << "init 'offsets' has total outside";
+    }
+    void integerBoundsOutOfRangeAreRefused()
+    {
+        QFETCH(QByteArray, init);
+        QFETCH(QString, want);
+        const QString got = fillError(HONE_I64, { 5 }, nlohmann::json::parse(init.toStdString()));
+        QVERIFY2(got.contains(want), qPrintable(got));
+        QVERIFY2(got.startsWith("input 'x': "), qPrintable(got));
+    }
+
+    void integerBoundsWithinRangeDraw()
+    {
+        const HostTensor t = drawn(HONE_I64, { 64 }, { { "dist", "randint" }, { "low", -9e15 }, { "high", 9e15 } });
+        for (size_t i = 0; i < 64; ++i)
+            QVERIFY(t.at(i) >= -9e15 && t.at(i) < 9e15);
+    }
+};
+
+QTEST_APPLESS_MAIN(TestEvalRequest)
+#include "tst_eval_request.moc"
