@@ -604,8 +604,9 @@ EvalResult EvalResult::fromJson(const nlohmann::json& j)
     In in(j, "result");
     EvalResult r;
     // The envelope (parseMessage checked it where the line arrived; toJson writes it anew).
-    if (auto version = in.opt<int64_t>("protocol"); version && *version != kVersion)
-        throw ProtocolError("result.protocol is " + std::to_string(*version) + "; this hone reads version "
+    // Version 1 results (stored before the secret of version 2) have the same layout.
+    if (auto version = in.opt<int64_t>("protocol"); version && (*version < 1 || *version > kVersion))
+        throw ProtocolError("result.protocol is " + std::to_string(*version) + "; this hone reads versions 1 to "
             + std::to_string(kVersion));
     if (auto type = in.opt<std::string>("type"); type && *type != "result")
         throw ProtocolError("result.type is '" + validUtf8(*type) + "', not 'result'");

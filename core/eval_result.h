@@ -227,7 +227,8 @@ struct EvalResult {
     nlohmann::json toJson() const;
     /// The one decoder. Throws ProtocolError naming the field ("result.timing.median_ns missing",
     /// "result.shapes[1].index is negative") for a result that breaks the format, and for one of
-    /// another protocol version. A result without `protocol` (written by hand) reads as kVersion.
+    /// another protocol version. A result without `protocol` (written by hand) reads as kVersion; a stored version-1 result
+    /// (same layout, before the secret) reads too.
     static EvalResult fromJson(const nlohmann::json& j);
     /// A failed result, as an executor or the engine makes one when the worker could not.
     static EvalResult failed(std::string id, FailureKind kind, std::string stage, std::string message);
