@@ -448,10 +448,11 @@ int runBench(const BenchOptions& o, const std::string& storePath, const Executor
                 for (size_t i = 0; i < r.bestShapes.size(); ++i) {
                     const auto& x = r.bestShapes[i];
                     shapes.push_back({ { "index", x.index }, { "label", x.label }, { "shape", shapeText(spec, x.index) },
-                        { "weight", r.bestShapeWeights[i] }, { "seed_median_ns", x.baselineMedianNs },
-                        { "best_median_ns", x.medianNs }, { "speedup", x.speedup },
-                        { "frac_bandwidth", x.fracBandwidth }, { "frac_compute", x.fracCompute },
-                        { "bound", x.bound }, { "slower_than_seed", std::find(r.bestSlowerOn.begin(), r.bestSlowerOn.end(), x.label)
+                        { "weight", r.bestShapeWeights[i] }, { "seed_median_ns", x.baselineMedianNs() },
+                        { "best_median_ns", x.medianNs() }, { "speedup", x.speedup.value_or(0.0) },
+                        { "frac_bandwidth", x.roofline ? x.roofline->fracBandwidth.value_or(0.0) : 0.0 },
+                        { "frac_compute", x.roofline ? x.roofline->fracCompute.value_or(0.0) : 0.0 },
+                        { "bound", x.diagnosis ? x.diagnosis->bound : std::string() }, { "slower_than_seed", std::find(r.bestSlowerOn.begin(), r.bestSlowerOn.end(), x.label)
                                 != r.bestSlowerOn.end() } });
                 }
             }

@@ -148,9 +148,10 @@ nlohmann::json bestShapesJson(const core::Report& r)
     nlohmann::json out = nlohmann::json::array();
     for (size_t i = 0; i < r.bestShapes.size(); ++i) {
         const auto& s = r.bestShapes[i];
-        out.push_back({{"index", s.index}, {"shape", s.label}, {"weight", r.bestShapeWeights[i]}, {"speedup", s.speedup},
-            {"median_ns", s.medianNs}, {"baseline_median_ns", s.baselineMedianNs},
-            {"frac_bandwidth", s.fracBandwidth}, {"frac_compute", s.fracCompute}});
+        out.push_back({{"index", s.index}, {"shape", s.label}, {"weight", r.bestShapeWeights[i]},
+            {"speedup", s.speedup.value_or(0.0)}, {"median_ns", s.medianNs()}, {"baseline_median_ns", s.baselineMedianNs()},
+            {"frac_bandwidth", s.roofline ? s.roofline->fracBandwidth.value_or(0.0) : 0.0},
+            {"frac_compute", s.roofline ? s.roofline->fracCompute.value_or(0.0) : 0.0}});
     }
     return out;
 }
@@ -225,8 +226,9 @@ void printReport(
     for (size_t i = 0; i < r.bestShapes.size(); ++i) {
         const auto& s = r.bestShapes[i];
         std::printf("  %-9s weight %-7g %.2fx (%s vs %s), %.0f%% of bandwidth%s\n", s.label.c_str(),
-            r.bestShapeWeights[i], s.speedup, app::formatNs(s.medianNs).c_str(),
-            app::formatNs(s.baselineMedianNs).c_str(), 100 * s.fracBandwidth,
+            r.bestShapeWeights[i], s.speedup.value_or(0.0), app::formatNs(s.medianNs()).c_str(),
+            app::formatNs(s.baselineMedianNs()).c_str(),
+            100 * (s.roofline ? s.roofline->fracBandwidth.value_or(0.0) : 0.0),
             std::find(r.bestSlowerOn.begin(), r.bestSlowerOn.end(), s.label) != r.bestSlowerOn.end()
                 ? "  SLOWER THAN BASELINE" : "");
     }
@@ -376,39 +378,45 @@ int cmdEval(const Globals& g, const std::string& problemDir, const std::string& 
     std::optional<core::EvalDone> done;
     while (!done)
         done = exec->next(std::chrono::milliseconds(500));
+    // A reply that breaks the format is a protocol_error, as the engine takes it.
+    core::protocol::EvalResult s;
+    try {
+        s = core::protocol::EvalResult::fromJson(done->result);
+    } catch (const core::protocol::ProtocolError& e) {
+        s = core::protocol::EvalResult::failed(done->id, core::protocol::FailureKind::ProtocolError, "result", e.what());
+    }
     if (json) {
         std::cout << done->result.dump(2) << "\n";
     } else {
-        auto s = core::protocol::summarize(done->result);
         std::printf("%s [%s] on %s\n", name.c_str(), core::knobsToString(knobs).c_str(), spec.name.c_str());
-        if (!s.ok) {
-            std::printf("FAILED     %s in stage %s: %s\n", s.failureKind.c_str(), s.failureStage.c_str(),
-                s.failureMessage.c_str());
+        if (!s.ok()) {
+            std::printf("FAILED     %s in stage %s: %s\n", core::protocol::failureKindName(s.failureKind()),
+                s.failure->stage.c_str(), s.failure->message.c_str());
         } else {
-            int checks = done->result.contains("checks") ? static_cast<int>(done->result["checks"].size()) : 0;
+            const int checks = s.checks ? static_cast<int>(s.checks->size()) : 0;
             std::printf("correct    on %d (shape, seed) checks\n", checks);
             std::printf("time       %s median (cv %.1f%%); baseline %s %s; speedup %.2fx\n",
-                app::formatNs(s.medianNs).c_str(), 100 * s.cv, base->fileName.c_str(),
-                app::formatNs(s.baselineMedianNs).c_str(), s.speedup);
-            std::printf("roofline   %.0f%% of bandwidth, %.1f%% of FMA peak\n", 100 * s.fracBandwidth,
-                100 * s.fracCompute);
-            std::printf("diagnosis  %s\n", s.evidence.c_str());
-            if (!s.shapes.empty()) {
+                app::formatNs(s.medianNs()).c_str(), 100 * s.cv(), base->fileName.c_str(),
+                app::formatNs(s.baselineMedianNs()).c_str(), s.timedSpeedup());
+            std::printf("roofline   %.0f%% of bandwidth, %.1f%% of FMA peak\n", 100 * s.fracBandwidth(),
+                100 * s.fracCompute());
+            std::printf("diagnosis  %s\n", s.evidence().c_str());
+            if (!s.shapeResults().empty()) {
                 const core::Objective o = core::objectiveOf(s, spec.benchWeights, 0);
-                for (const auto& x : s.shapes)
+                for (const auto& x : s.shapeResults())
                     std::printf("  %-9s %s vs %s, %.2fx, %.0f%% of bandwidth%s\n", x.label.c_str(),
-                        app::formatNs(x.medianNs).c_str(), app::formatNs(x.baselineMedianNs).c_str(), x.speedup,
-                        100 * x.fracBandwidth,
+                        app::formatNs(x.medianNs()).c_str(), app::formatNs(x.baselineMedianNs()).c_str(),
+                        x.speedup.value_or(0.0), 100 * (x.roofline ? x.roofline->fracBandwidth.value_or(0.0) : 0.0),
                         std::find(o.slowerOn.begin(), o.slowerOn.end(), x.label) != o.slowerOn.end()
                             ? "  SLOWER THAN BASELINE" : "");
                 std::printf("objective  %.2fx (weighted geometric mean over the bench shapes)\n", o.value);
             }
         }
     }
-    const auto verdict = core::protocol::summarize(done->result);
-    if (verdict.ok)
+    if (s.ok())
         return app::toInt(app::ExitCode::Ok);
-    const bool environment = verdict.failureKind == "worker_error" || verdict.failureKind == "protocol_error";
+    const bool environment = s.failureKind() == core::protocol::FailureKind::WorkerError
+        || s.failureKind() == core::protocol::FailureKind::ProtocolError;
     return app::toInt(environment ? app::ExitCode::Environment : app::ExitCode::EvaluationFailed);
 }
 

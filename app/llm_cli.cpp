@@ -109,19 +109,20 @@ public:
         , m_tty(isatty(2) != 0)
     {
     }
-    void nodeEvaluated(const core::Node& n, const core::protocol::EvalSummary& s) override
+    void nodeEvaluated(const core::Node& n, const core::protocol::EvalResult& s) override
     {
         ForwardingObserver::nodeEvaluated(n, s);
         if (n.origin != "llm" && n.origin != "repair")
             return;
         char buf[160];
-        if (s.ok)
-            std::snprintf(buf, sizeof buf, "correct, %.2fx over the baseline (%s)%s%s", s.speedup,
-                formatNs(s.medianNs).c_str(), s.bound.empty() ? "" : ", ",
-                s.bound.empty() ? "" : (s.bound + "-bound").c_str());
-        line("eval #" + std::to_string(n.id) + " " + (n.sourceName.empty() ? "(no code)" : n.sourceName)
-            + ": "
-            + (s.ok ? std::string(buf) : "FAILED " + s.failureKind + ": " + firstLine(s.failureMessage)));
+        const std::string bound = s.bound();
+        if (s.ok())
+            std::snprintf(buf, sizeof buf, "correct, %.2fx over the baseline (%s)%s%s", s.speedup(),
+                formatNs(s.medianNs()).c_str(), bound.empty() ? "" : ", ", bound.empty() ? "" : (bound + "-bound").c_str());
+        line("eval #" + std::to_string(n.id) + " " + (n.sourceName.empty() ? "(no code)" : n.sourceName) + ": "
+            + (s.ok() ? std::string(buf)
+                      : "FAILED " + std::string(core::protocol::failureKindName(s.failureKind())) + ": "
+                          + firstLine(s.failure->message)));
     }
     void llmCallRecorded(const core::Node& n, const core::LlmCallRecord& c) override
     {
@@ -438,17 +439,18 @@ std::vector<nlohmann::json> trajectorySteps(const core::Store& store, int64_t se
             line["reward"] = nullptr;
         } else {
             const auto& ev = e->second;
+            const core::protocol::EvalResult result = ev.evalResult();
             nlohmann::json fb = { { "status", ev.status } };
             if (ev.status == "ok") {
                 fb["speedup"] = ev.speedup;
                 fb["median_ns"] = ev.medianNs;
                 fb["bound"] = ev.bound;
-                if (ev.result.is_object() && ev.result.contains("diagnosis"))
-                    fb["evidence"] = ev.result["diagnosis"].value("evidence", std::string());
+                if (result.diagnosis)
+                    fb["evidence"] = result.diagnosis->evidence;
             } else {
                 fb["failure_kind"] = ev.failureKind;
                 fb["failure_message"] = ev.failureMessage;
-                fb["text"] = core::renderFeedback(ev.result);
+                fb["text"] = core::renderFeedback(result);
             }
             line["feedback"] = fb;
             line["reward"] = ev.reward;

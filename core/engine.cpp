@@ -479,16 +479,14 @@ nlohmann::json Engine::makeEvalRequest(NodeId id) const
     return req;
 }
 
-Objective Engine::applyObjective(NodeId id, protocol::EvalSummary& s, nlohmann::json& result, double screenScale) const
+Objective Engine::applyObjective(NodeId id, protocol::EvalResult& r, double screenScale) const
 {
-    Objective o = objectiveOf(s, m_spec ? m_spec->benchWeights : std::vector<double> {}, screenScale);
-    if (!s.ok || s.shapes.empty())
+    Objective o = objectiveOf(r, m_spec ? m_spec->benchWeights : std::vector<double> {}, screenScale);
+    if (!r.ok() || r.shapeResults().empty())
         return o;
     if (id == 1) // the baseline seed is not slower than itself, whatever the noise says
         o.slowerOn.clear();
-    s.speedup = o.value;
-    if (result.is_object())
-        result["objective"] = o.toJson();
+    r.objective = o.record();
     return o;
 }
 

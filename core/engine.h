@@ -7,7 +7,7 @@
 #include "core/knob_synth.h"
 #include "core/objective.h"
 #include "core/memory_policy.h"
-#include "core/protocol.h"
+#include "core/eval_result.h"
 #include "core/search_tree.h"
 #include "core/selection_policy.h"
 #include "core/steering.h"
@@ -134,7 +134,7 @@ struct Report {
     std::vector<Reverification> reverifications; // in order; the failed ones name the excluded nodes
     // Shape sets (docs/SEARCH.md): the best's per-shape results with their weights, and the
     // shapes where it is slower than the baseline. Empty for a problem with one bench shape.
-    std::vector<protocol::ShapeSummary> bestShapes;
+    std::vector<protocol::ShapeResult> bestShapes;
     std::vector<double> bestShapeWeights;
     std::vector<std::string> bestSlowerOn;
 };
@@ -144,9 +144,8 @@ class EngineObserver {
 public:
     virtual ~EngineObserver() = default;
     virtual void nodeAdded(const Node&) {}
-    virtual void nodeEvaluated(const Node&, const protocol::EvalSummary&) {}
-    /// The worker's full result for `node` (after nodeEvaluated), as stored.
-    virtual void nodeResult(const Node&, const nlohmann::json& /*result*/) {}
+    /// A node's result was applied: the worker's result as stored (with the engine's objective).
+    virtual void nodeEvaluated(const Node&, const protocol::EvalResult&) {}
     /// A steering command was applied or rejected (the node it names may have changed).
     virtual void steeringApplied(const SteeringRecord&) {}
     virtual void progressChanged(const Progress&) {}
@@ -168,15 +167,10 @@ public:
         if (m_inner)
             m_inner->nodeAdded(n);
     }
-    void nodeEvaluated(const Node& n, const protocol::EvalSummary& s) override
+    void nodeEvaluated(const Node& n, const protocol::EvalResult& r) override
     {
         if (m_inner)
-            m_inner->nodeEvaluated(n, s);
-    }
-    void nodeResult(const Node& n, const nlohmann::json& result) override
-    {
-        if (m_inner)
-            m_inner->nodeResult(n, result);
+            m_inner->nodeEvaluated(n, r);
     }
     void steeringApplied(const SteeringRecord& r) override
     {
@@ -271,9 +265,9 @@ private:
     /// The worker request that evaluates `id` in the search (the cache key covers it). With
     /// several bench shapes it times them all, the heaviest first (no screening).
     nlohmann::json makeEvalRequest(NodeId id) const;
-    /// Replaces `s.speedup` with the objective (the weighted geometric mean over the bench shapes)
-    /// and records it in `result["objective"]`; `screenScale` estimates a screened result.
-    Objective applyObjective(NodeId id, protocol::EvalSummary& s, nlohmann::json& result, double screenScale) const;
+    /// Records the objective (the weighted geometric mean over the bench shapes) in
+    /// `r.objective`, which `r.speedup()` then gives; `screenScale` estimates a screened result.
+    Objective applyObjective(NodeId id, protocol::EvalResult& r, double screenScale) const;
     /// Re-verifies the best node before the report names it, excluding nodes that fail, at
     /// most three tries; sets report.best and the re-verification fields (engine_reverify.cpp).
     void reverifyBest(Report& report);
@@ -295,9 +289,9 @@ private:
     SynthRequest synthRequest(NodeId node, MemoryOperator op) const;
     MemoryContext memoryContext(NodeId node, MemoryOperator op) const;
     MemoryEntry memoryEntry(NodeId node, const std::string& relation) const;
-    void noteOutcome(NodeId node, const protocol::EvalSummary& summary, const nlohmann::json& result);
+    void noteOutcome(NodeId node, const protocol::EvalResult& result);
     /// A failed result for a node that is never evaluated (a rejected reply), or nullopt.
-    std::optional<nlohmann::json> rejection(NodeId node) const;
+    std::optional<protocol::EvalResult> rejection(NodeId node) const;
 
     Store& m_store;
     Executor& m_executor;
@@ -332,8 +326,8 @@ private:
     MemoryPolicy m_memory;
     std::vector<WarmStartNode> m_warmStart;
     std::vector<std::string> m_warmStartNotes;
-    std::map<NodeId, std::pair<protocol::EvalSummary, nlohmann::json>> m_outcomes; // applied results
-    std::map<NodeId, std::pair<std::string, std::string>> m_rejected; // node -> (failure kind, reason)
+    std::map<NodeId, protocol::EvalResult> m_outcomes; // applied results
+    std::map<NodeId, std::pair<protocol::FailureKind, std::string>> m_rejected; // node -> (failure kind, reason)
     std::map<NodeId, std::string> m_replies;    // rejected replies, for repair prompts
     std::string m_error;
     std::vector<size_t> m_timingOrder; // bench shapes, heaviest first; one entry: no shape set

@@ -22,21 +22,35 @@ using Clock = std::chrono::steady_clock;
 /// Failures that say something about the candidate itself, so the same candidate on the same
 /// device fails the same way. A crash, timeout or dead worker may be the machine's fault and
 /// is evaluated again next time.
-bool cacheable(const protocol::EvalSummary& s)
+bool cacheable(const protocol::EvalResult& r)
 {
-    if (s.ok)
+    if (r.ok())
         return true;
-    static const char* const kinds[] = {"bad_candidate", "compile_error", "runtime_error", "wrong_result", "nan",
-        "partial_write", "input_mutation"};
-    for (const char* k : kinds)
-        if (s.failureKind == k)
-            return true;
+    using K = protocol::FailureKind;
+    switch (r.failureKind()) {
+    case K::BadCandidate:
+    case K::CompileError:
+    case K::RuntimeError:
+    case K::WrongResult:
+    case K::Nan:
+    case K::PartialWrite:
+    case K::InputMutation:
+        return true;
+    case K::Crash:
+    case K::Timeout:
+    case K::MemoryLimit:
+    case K::ProtocolError:
+    case K::WorkerError:
+    case K::Suspicious:
+    case K::LlmError:
+        return false;
+    }
     return false;
 }
 
-double rewardOf(const protocol::EvalSummary& s)
+double rewardOf(const protocol::EvalResult& r)
 {
-    return s.ok && s.speedup > 0 ? std::log2(1.0 + s.speedup) : 0.0;
+    return r.ok() && r.speedup() > 0 ? std::log2(1.0 + r.speedup()) : 0.0;
 }
 
 } // namespace
@@ -52,17 +66,16 @@ public:
 private:
     struct Arrived {
         NodeId node = 0;
-        protocol::EvalSummary summary;
-        nlohmann::json result;
+        protocol::EvalResult result;
         bool fromCache = false;
     };
     static constexpr NodeId kBaselineNode = 1;
 
     void emitProgress();
     std::string cacheKeyOf(const nlohmann::json& req) const;
-    void storeResult(NodeId id, const std::string& key, const protocol::EvalSummary& s, const nlohmann::json& result,
-        bool fromCache);
-    static protocol::EvalSummary summarizeSafely(const std::string& id, nlohmann::json& result);
+    void storeResult(NodeId id, const std::string& key, const protocol::EvalResult& r, bool fromCache);
+    /// Decodes a worker's reply; one that breaks the format becomes a protocol_error failure.
+    static protocol::EvalResult decode(const std::string& id, const nlohmann::json& result);
     void screenFor(NodeId id, nlohmann::json& req);
     std::optional<NodeId> propose();
     /// Sends a proposed node to the executor, or takes its result from the cache or from the
@@ -79,8 +92,7 @@ private:
     const Clock::time_point m_started;
     const bool m_external;
     Progress m_progress;
-    std::map<NodeId, protocol::EvalSummary> m_summaries;
-    std::map<NodeId, nlohmann::json> m_results;
+    std::map<NodeId, protocol::EvalResult> m_results; // applied, and stored before this run
     std::deque<NodeId> m_requeue;
     std::map<std::string, std::pair<int64_t, NodeId>> m_inFlight; // job id -> (k, node)
     std::map<int64_t, Arrived> m_ready;
@@ -119,10 +131,7 @@ Engine::Loop::Loop(Engine& engine, EngineObserver* observer)
         e.beginExternal();
     for (const auto& ev : e.m_store.evaluations(e.m_session)) {
         try {
-            m_summaries[ev.nodeId] = protocol::summarize(ev.result);
-            if (m_summaries[ev.nodeId].ok)
-                m_summaries[ev.nodeId].speedup = ev.speedup; // the objective it was stored with
-            m_results[ev.nodeId] = ev.result;
+            m_results[ev.nodeId] = protocol::EvalResult::fromJson(ev.result); // with the objective it was stored with
         } catch (const protocol::ProtocolError&) {
         }
     }
@@ -148,43 +157,43 @@ std::string Engine::Loop::cacheKeyOf(const nlohmann::json& req) const
     return sha256Hex(dumpJson(keyed)); // the same bytes as dump() for valid text; never throws
 }
 
-void Engine::Loop::storeResult(NodeId id, const std::string& key, const protocol::EvalSummary& s,
-    const nlohmann::json& result, bool fromCache)
+void Engine::Loop::storeResult(NodeId id, const std::string& key, const protocol::EvalResult& s, bool fromCache)
 {
     EvaluationRecord r;
     r.nodeId = id;
     r.cacheKey = cacheable(s) ? key : std::string();
-    r.status = s.ok ? "ok" : "failed";
-    r.failureKind = s.failureKind;
-    r.failureMessage = s.failureMessage;
-    r.medianNs = s.medianNs;
-    r.speedup = s.ok ? s.speedup : 0.0;
+    r.status = s.ok() ? "ok" : "failed";
+    r.failureKind = s.ok() ? std::string() : protocol::failureKindName(s.failureKind());
+    r.failureMessage = s.failure ? s.failure->message : std::string();
+    r.medianNs = s.medianNs();
+    r.speedup = s.speedup();
     r.reward = rewardOf(s);
-    r.bound = s.bound;
+    r.bound = s.bound();
     r.device = e.m_device;
     r.fromCache = fromCache;
-    r.result = result;
-    if (s.ok && !s.shapes.empty()) {
+    r.result = s.toJson();
+    if (s.ok() && !s.shapeResults().empty()) {
         const Objective o = objectiveOf(s, e.m_spec->benchWeights, 0);
-        for (size_t i = 0; i < s.shapes.size(); ++i) {
-            const auto& x = s.shapes[i];
-            r.shapes.push_back(ShapeResultRecord {static_cast<int64_t>(x.index), x.label, x.medianNs,
-                x.baselineMedianNs, x.speedup, o.weights[i], x.fracBandwidth, x.fracCompute});
+        for (size_t i = 0; i < s.shapes->size(); ++i) {
+            const auto& x = (*s.shapes)[i];
+            const double fracBandwidth = x.roofline ? x.roofline->fracBandwidth.value_or(0.0) : 0.0;
+            const double fracCompute = x.roofline ? x.roofline->fracCompute.value_or(0.0) : 0.0;
+            r.shapes.push_back(ShapeResultRecord {static_cast<int64_t>(x.index), x.label, x.medianNs(),
+                x.baselineMedianNs(), x.speedup.value_or(0.0), o.weights[i], fracBandwidth, fracCompute});
         }
-        r.screened = s.screened;
+        r.screened = s.isScreened();
         if (id != 1)
             r.slowerShapes = o.slowerOn;
     }
     e.m_store.insertEvaluation(e.m_session, r);
 }
 
-protocol::EvalSummary Engine::Loop::summarizeSafely(const std::string& id, nlohmann::json& result)
+protocol::EvalResult Engine::Loop::decode(const std::string& id, const nlohmann::json& result)
 {
     try {
-        return protocol::summarize(result);
+        return protocol::EvalResult::fromJson(result);
     } catch (const protocol::ProtocolError& err) {
-        result = protocol::makeFailure(id, protocol::FailureKind::ProtocolError, "result", err.what());
-        return protocol::summarize(result);
+        return protocol::EvalResult::failed(id, protocol::FailureKind::ProtocolError, "result", err.what());
     }
 }
 
@@ -197,12 +206,15 @@ void Engine::Loop::screenFor(NodeId id, nlohmann::json& req)
         return;
     double bestScreen = 0;
     double scale = 0;
-    for (const auto& [node, s] : m_summaries) {
-        if (!s.ok || s.screened || s.shapes.empty() || !(s.shapes.front().speedup > 0))
+    for (const auto& [node, s] : m_results) {
+        if (!s.ok() || s.isScreened() || s.shapeResults().empty())
             continue;
-        if (s.shapes.front().speedup > bestScreen) {
-            bestScreen = s.shapes.front().speedup;
-            scale = s.speedup / bestScreen;
+        const double screenSpeedup = s.shapes->front().speedup.value_or(0.0);
+        if (!(screenSpeedup > 0))
+            continue;
+        if (screenSpeedup > bestScreen) {
+            bestScreen = screenSpeedup;
+            scale = s.speedup() / bestScreen;
         }
     }
     m_screenScale[id] = scale;
@@ -256,8 +268,7 @@ void Engine::Loop::dispatch(NodeId id)
             Arrived a;
             a.node = id;
             a.result = std::move(*failed);
-            a.summary = summarizeSafely(a.result.value("id", std::string()), a.result);
-            storeResult(id, std::string(), a.summary, a.result, false);
+            storeResult(id, std::string(), a.result, false);
             m_ready.emplace(k, std::move(a));
             return;
         }
@@ -280,11 +291,10 @@ void Engine::Loop::dispatch(NodeId id)
     if (hit) {
         Arrived a;
         a.node = id;
-        a.result = hit->result;
-        a.summary = summarizeSafely(req["id"], a.result);
-        e.applyObjective(id, a.summary, a.result, m_screenScale[id]);
+        a.result = decode(req["id"], hit->result);
+        e.applyObjective(id, a.result, m_screenScale[id]);
         a.fromCache = true;
-        storeResult(id, key, a.summary, a.result, true);
+        storeResult(id, key, a.result, true);
         m_ready.emplace(k, std::move(a));
     } else {
         std::string jobId = req["id"];
@@ -296,29 +306,28 @@ void Engine::Loop::dispatch(NodeId id)
 void Engine::Loop::apply(Arrived& a)
 {
     e.m_tree.removeVirtualLoss(a.node);
-    e.m_tree.setResult(a.node, a.summary.ok, a.summary.speedup, a.summary.failureKind);
-    e.m_tree.node(a.node).bound = a.summary.bound; // the guided knob policy reads the parent's diagnosis
-    e.m_memory.applied(a.node, a.summary.ok, a.summary.speedup, e.m_tree.node(e.m_tree.node(a.node).parent).speedup);
-    e.noteOutcome(a.node, a.summary, a.result);
-    m_summaries[a.node] = a.summary;
+    const std::string failureKind = a.result.ok() ? std::string() : protocol::failureKindName(a.result.failureKind());
+    e.m_tree.setResult(a.node, a.result.ok(), a.result.speedup(), failureKind);
+    e.m_tree.node(a.node).bound = a.result.bound(); // the guided knob policy reads the parent's diagnosis
+    e.m_memory.applied(a.node, a.result.ok(), a.result.speedup(), e.m_tree.node(e.m_tree.node(a.node).parent).speedup);
+    e.noteOutcome(a.node, a.result);
     m_results[a.node] = a.result;
     ++m_progress.evaluations;
     if (a.fromCache)
         ++m_progress.cacheHits;
-    if (!a.summary.ok)
+    if (!a.result.ok())
         ++m_progress.failures;
-    if (a.summary.ok && a.summary.speedup > m_progress.bestSpeedup) {
-        m_progress.bestSpeedup = a.summary.speedup;
+    if (a.result.ok() && a.result.speedup() > m_progress.bestSpeedup) {
+        m_progress.bestSpeedup = a.result.speedup();
         m_progress.bestNode = a.node;
     }
     if (m_observer) {
-        m_observer->nodeEvaluated(e.m_tree.node(a.node), a.summary);
-        m_observer->nodeResult(e.m_tree.node(a.node), a.result);
+        m_observer->nodeEvaluated(e.m_tree.node(a.node), a.result);
     }
     // Node 1 is the baseline seed, unless the baseline is the PyTorch reference (never a node).
-    if (a.node == kBaselineNode && e.m_baselineCandidate.value("lang", std::string()) != "python" && !a.summary.ok
+    if (a.node == kBaselineNode && e.m_baselineCandidate.value("lang", std::string()) != "python" && !a.result.ok()
         && m_stopReason.empty())
-        m_stopReason = "baseline seed failed (" + a.summary.failureKind + "): " + a.summary.failureMessage;
+        m_stopReason = "baseline seed failed (" + failureKind + "): " + a.result.failure->message;
     if (m_stopReason.empty() && e.m_options.targetSpeedup > 0 && m_progress.bestSpeedup >= e.m_options.targetSpeedup)
         m_stopReason = "target speedup " + std::to_string(e.m_options.targetSpeedup) + "x reached";
     // The memory policy counts the stall (rebuilt on resume): the same rule as before.
@@ -352,12 +361,11 @@ void Engine::Loop::waitForResult()
     m_inFlight.erase(f);
     Arrived a;
     a.node = node;
-    a.result = std::move(done->result);
-    a.summary = summarizeSafely(done->id, a.result);
-    e.applyObjective(node, a.summary, a.result, m_screenScale[node]);
+    a.result = decode(done->id, done->result);
+    e.applyObjective(node, a.result, m_screenScale[node]);
     ++m_progress.fresh;
     // Stored on arrival, applied in proposal order: a kill loses only what is in flight.
-    storeResult(node, m_keys[node], a.summary, a.result, false);
+    storeResult(node, m_keys[node], a.result, false);
     m_ready.emplace(k, std::move(a));
 }
 
@@ -452,25 +460,26 @@ Report Engine::Loop::finish()
     } else {
         e.reverifyBest(report);
     }
-    if (auto bl = m_summaries.find(kBaselineNode); bl != m_summaries.end())
-        report.baselineMedianNs = bl->second.medianNs;
+    if (auto bl = m_results.find(kBaselineNode); bl != m_results.end())
+        report.baselineMedianNs = bl->second.medianNs();
     if (report.best) {
         const Node& b = e.m_tree.node(*report.best);
         report.bestSource = b.sourceName;
         report.bestKnobs = b.knobs;
         report.bestFlags = b.flags;
         report.bestSpeedup = b.speedup;
-        if (auto s = m_summaries.find(*report.best); s != m_summaries.end()) {
-            report.bestMedianNs = s->second.medianNs;
-            report.bound = s->second.bound;
-            report.evidence = s->second.evidence;
-            report.fracBandwidth = s->second.fracBandwidth;
-            report.fracCompute = s->second.fracCompute;
-            if (s->second.baselineMedianNs > 0)
-                report.baselineMedianNs = s->second.baselineMedianNs;
-            if (!s->second.shapes.empty()) {
-                const Objective o = objectiveOf(s->second, e.m_spec->benchWeights, 0);
-                report.bestShapes = s->second.shapes;
+        if (auto s = m_results.find(*report.best); s != m_results.end()) {
+            const protocol::EvalResult& r = s->second;
+            report.bestMedianNs = r.medianNs();
+            report.bound = r.bound();
+            report.evidence = r.evidence();
+            report.fracBandwidth = r.fracBandwidth();
+            report.fracCompute = r.fracCompute();
+            if (r.baselineMedianNs() > 0)
+                report.baselineMedianNs = r.baselineMedianNs();
+            if (!r.shapeResults().empty()) {
+                const Objective o = objectiveOf(r, e.m_spec->benchWeights, 0);
+                report.bestShapes = r.shapeResults();
                 report.bestShapeWeights = o.weights;
                 if (*report.best != kBaselineNode)
                     report.bestSlowerOn = o.slowerOn;

@@ -58,30 +58,29 @@ Reverification Engine::reverifyNode(NodeId id, int attempt)
             break;
         }
     }
-    protocol::EvalSummary s;
+    protocol::EvalResult s;
     try {
-        s = protocol::summarize(result);
+        s = protocol::EvalResult::fromJson(result);
     } catch (const protocol::ProtocolError& e) {
-        result = protocol::makeFailure(jobId, protocol::FailureKind::ProtocolError, "result", e.what());
-        s = protocol::summarize(result);
+        s = protocol::EvalResult::failed(jobId, protocol::FailureKind::ProtocolError, "result", e.what());
     }
-    applyObjective(id, s, result, 0); // all shapes timed: the search's objective, not an estimate
-    out.verified = s.ok;
-    out.failureKind = s.ok ? std::string() : s.failureKind;
-    out.failureMessage = s.ok ? std::string() : s.failureMessage;
-    out.medianNs = s.medianNs;
-    out.speedup = s.ok ? s.speedup : 0.0;
+    applyObjective(id, s, 0); // all shapes timed: the search's objective, not an estimate
+    out.verified = s.ok();
+    out.failureKind = s.ok() ? std::string() : protocol::failureKindName(s.failureKind());
+    out.failureMessage = s.ok() ? std::string() : s.failure->message;
+    out.medianNs = s.medianNs();
+    out.speedup = s.speedup();
 
     ReverificationRecord rec;
     rec.nodeId = id;
-    rec.status = s.ok ? "verified" : "failed";
+    rec.status = s.ok() ? "verified" : "failed";
     rec.failureKind = out.failureKind;
     rec.failureMessage = out.failureMessage;
     rec.medianNs = out.medianNs;
     rec.speedup = out.speedup;
     rec.device = m_device;
     rec.config = out.config;
-    rec.result = result;
+    rec.result = s.toJson();
     m_store.insertReverification(m_session, rec);
     return out;
 }

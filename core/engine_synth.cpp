@@ -40,7 +40,7 @@ void Engine::beginExternal()
     // On resume: the results and rejected replies the memory contexts refer to.
     for (const auto& e : m_store.evaluations(m_session)) {
         try {
-            m_outcomes[e.nodeId] = { protocol::summarize(e.result), e.result };
+            m_outcomes[e.nodeId] = protocol::EvalResult::fromJson(e.result);
         } catch (const protocol::ProtocolError&) {
         }
     }
@@ -49,10 +49,10 @@ void Engine::beginExternal()
             m_replies[c.nodeId] = c.response;
 }
 
-void Engine::noteOutcome(NodeId node, const protocol::EvalSummary& summary, const nlohmann::json& result)
+void Engine::noteOutcome(NodeId node, const protocol::EvalResult& result)
 {
     if (!builtinSynth(m_options.synth))
-        m_outcomes[node] = { summary, result };
+        m_outcomes[node] = result;
 }
 
 std::optional<NodeId> Engine::proposeExternal(EngineObserver* observer, std::string& stopReason)
@@ -129,8 +129,8 @@ NodeId Engine::addProposal(SynthProposal p, EngineObserver* observer)
         {} };
     m_store.insertNode(m_session, rec);
     registerProposal(id, rec.seq);
-    if (!p.rejectKind.empty()) {
-        m_rejected[id] = { p.rejectKind, p.rejectReason };
+    if (p.rejectKind) {
+        m_rejected[id] = { *p.rejectKind, p.rejectReason };
         if (!p.calls.empty())
             m_replies[id] = p.calls.back().response;
     }
@@ -145,25 +145,22 @@ NodeId Engine::addProposal(SynthProposal p, EngineObserver* observer)
     return id;
 }
 
-std::optional<nlohmann::json> Engine::rejection(NodeId node) const
+std::optional<protocol::EvalResult> Engine::rejection(NodeId node) const
 {
-    std::string kind;
+    protocol::FailureKind kind = protocol::FailureKind::LlmError;
     std::string reason;
     if (auto it = m_rejected.find(node); it != m_rejected.end()) {
         kind = it->second.first;
         reason = it->second.second;
     } else if (node > 0 && m_tree.node(node).sourceHash.empty()) {
         // Created, then the process died before its reply was judged (resume).
-        kind = "llm_error";
+        kind = protocol::FailureKind::LlmError;
         reason = "the process stopped before this node's reply was recorded";
     } else {
         return std::nullopt;
     }
-    nlohmann::json r = protocol::makeMessage("result");
-    r["id"] = "s" + std::to_string(m_session) + "-n" + std::to_string(node);
-    r["status"] = "failed";
-    r["failure"] = { { "kind", kind }, { "stage", "synthesize" }, { "message", reason } };
-    return r;
+    return protocol::EvalResult::failed(
+        "s" + std::to_string(m_session) + "-n" + std::to_string(node), kind, "synthesize", reason);
 }
 
 SynthRequest Engine::synthRequest(NodeId node, MemoryOperator op) const
@@ -197,8 +194,8 @@ MemoryContext Engine::memoryContext(NodeId node, MemoryOperator op) const
             if (m_outcomes.count(c))
                 kids.push_back(c);
         auto rank = [&](NodeId c) {
-            const auto& s = m_outcomes.at(c).first;
-            return s.ok ? s.speedup : -1.0;
+            const auto& r = m_outcomes.at(c);
+            return r.ok() ? r.speedup() : -1.0;
         };
         std::stable_sort(kids.begin(), kids.end(), [&](NodeId a, NodeId b) { return rank(a) > rank(b); });
         for (size_t i = 0; i < kids.size() && i < 3; ++i)
@@ -223,17 +220,17 @@ MemoryEntry Engine::memoryEntry(NodeId id, const std::string& relation) const
     if (o == m_outcomes.end()) {
         e.status = "pending";
     } else {
-        const auto& [s, result] = o->second;
-        e.status = s.ok ? "ok" : "failed";
-        e.speedup = s.speedup;
-        e.medianNs = s.medianNs;
-        e.failureKind = s.failureKind;
-        e.failureMessage = s.failureMessage;
-        e.feedback = renderFeedback(result);
-        e.bound = s.bound;
-        e.evidence = s.evidence;
-        e.fracBandwidth = s.fracBandwidth;
-        e.fracCompute = s.fracCompute;
+        const protocol::EvalResult& r = o->second;
+        e.status = r.ok() ? "ok" : "failed";
+        e.speedup = r.speedup();
+        e.medianNs = r.medianNs();
+        e.failureKind = r.ok() ? std::string() : protocol::failureKindName(r.failureKind());
+        e.failureMessage = r.failure ? r.failure->message : std::string();
+        e.feedback = renderFeedback(r);
+        e.bound = r.bound();
+        e.evidence = r.evidence();
+        e.fracBandwidth = r.fracBandwidth();
+        e.fracCompute = r.fracCompute();
     }
     if (auto r = m_replies.find(id); r != m_replies.end())
         e.reply = r->second;

@@ -240,7 +240,7 @@ std::optional<SynthProposal> LlmSynthesizer::ask(
             throw SynthError(reply.errorMessage + " (" + std::to_string(m_consecutiveErrors)
                     + " model calls in a row failed; the session stops here, continue it with 'hone resume')",
                 true, { rec });
-        p.rejectKind = "llm_error";
+        p.rejectKind = protocol::FailureKind::LlmError;
         p.rejectReason = "the model call failed: " + reply.errorMessage;
         p.calls.push_back(std::move(rec));
         return p;
@@ -251,7 +251,7 @@ std::optional<SynthProposal> LlmSynthesizer::ask(
     if (!parsed.ok) {
         rec.status = "rejected";
         rec.error = validUtf8(parsed.reason); // it may quote a cut-off piece of the reply
-        p.rejectKind = "bad_candidate";
+        p.rejectKind = protocol::FailureKind::BadCandidate;
         p.rejectReason = "rejected reply: " + rec.error;
     } else {
         rec.status = "ok";

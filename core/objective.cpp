@@ -45,34 +45,41 @@ std::vector<size_t> timingOrder(const ProblemSpec& spec, const Ceilings& ceiling
     return order;
 }
 
-Objective objectiveOf(const protocol::EvalSummary& s, const std::vector<double>& weights, double screenScale)
+Objective objectiveOf(const protocol::EvalResult& r, const std::vector<double>& weights, double screenScale)
 {
     Objective o;
-    if (!s.ok)
+    if (!r.ok())
         return o;
-    if (s.shapes.empty()) {
-        o.value = s.speedup;
+    const auto& shapes = r.shapeResults();
+    if (shapes.empty()) {
+        o.value = r.timedSpeedup();
         return o;
     }
     std::vector<double> speedups;
-    for (const auto& shape : s.shapes) {
-        speedups.push_back(shape.speedup);
+    for (const auto& shape : shapes) {
+        const double speedup = shape.speedup.value_or(0.0);
+        speedups.push_back(speedup);
         o.weights.push_back(shape.index < weights.size() ? weights[shape.index] : 1.0);
-        if (shape.speedup > 0 && shape.speedup < kSlowerThanBaseline)
+        if (speedup > 0 && speedup < kSlowerThanBaseline)
             o.slowerOn.push_back(shape.label);
     }
-    o.screened = s.screened;
-    if (s.screened) {
-        o.value = s.shapes.front().speedup * (screenScale > 0 ? screenScale : 1.0);
+    o.screened = r.isScreened();
+    if (o.screened) {
+        o.value = shapes.front().speedup.value_or(0.0) * (screenScale > 0 ? screenScale : 1.0);
         return o;
     }
     o.value = weightedGeomean(speedups, o.weights);
     return o;
 }
 
-nlohmann::json Objective::toJson() const
+protocol::ObjectiveRecord Objective::record() const
 {
-    return { { "value", value }, { "screened", screened }, { "slower_on", slowerOn }, { "weights", weights } };
+    protocol::ObjectiveRecord r;
+    r.value = value;
+    r.screened = screened;
+    r.slowerOn = slowerOn;
+    r.weights = weights;
+    return r;
 }
 
 } // namespace hone::core

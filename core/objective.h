@@ -2,7 +2,7 @@
 
 #include "core/diagnosis.h"
 #include "core/problem_spec.h"
-#include "core/protocol.h"
+#include "core/eval_result.h"
 
 #include <nlohmann/json.hpp>
 
@@ -32,9 +32,10 @@ struct Objective {
     double value = 0;                  // weighted geometric mean of the per-shape speedups
     bool screened = false;             // only the screening shape was timed: value is an estimate
     std::vector<std::string> slowerOn; // shapes where the candidate is slower than the baseline
-    std::vector<double> weights;       // per timed shape, as `EvalSummary::shapes`
+    std::vector<double> weights;       // per timed shape, as `EvalResult::shapes`
 
-    nlohmann::json toJson() const;
+    /// What the engine records in a stored result (`result.objective`).
+    protocol::ObjectiveRecord record() const;
 };
 
 /// The objective of a successful result over `weights` (one per bench shape). Without per-shape
@@ -42,6 +43,6 @@ struct Objective {
 /// has only its first shape: the value is that speedup times `screenScale` (the objective over
 /// the screening-shape speedup of the best full result when the candidate was proposed), an
 /// estimate that stays under the best because the candidate was screened out below it.
-Objective objectiveOf(const protocol::EvalSummary& s, const std::vector<double>& weights, double screenScale);
+Objective objectiveOf(const protocol::EvalResult& r, const std::vector<double>& weights, double screenScale);
 
 } // namespace hone::core

@@ -368,65 +368,52 @@ std::string describeHardware(const std::string& target, const std::string& devic
     return s;
 }
 
-std::string renderFeedback(const nlohmann::json& result, size_t maxChars)
+std::string renderFeedback(const protocol::EvalResult& result, size_t maxChars)
 {
-    if (!result.is_object() || textOf(result, "status") == "ok")
+    if (result.ok())
         return {};
     std::string s;
-    if (auto f = result.find("failure"); f != result.end() && f->is_object())
-        s += textOf(*f, "kind") + " in stage " + textOf(*f, "stage") + ": " + textOf(*f, "message") + "\n";
-    if (auto c = result.find("compile"); c != result.end() && c->is_object()) {
-        bool compiled = c->value("ok", true);
-        auto msgs = c->find("messages");
+    if (const auto& f = result.failure)
+        s += std::string(protocol::failureKindName(f->kind)) + " in stage " + f->stage + ": " + f->message + "\n";
+    if (const auto& c = result.compile) {
         int shown = 0;
-        if (msgs != c->end() && msgs->is_array()) {
-            for (const auto& m : *msgs) {
-                if (!m.is_object() || shown >= 12)
-                    continue;
-                s += "line " + std::to_string(static_cast<int>(numberOf(m, "line"))) + ":"
-                    + std::to_string(static_cast<int>(numberOf(m, "column"))) + ": " + textOf(m, "severity")
-                    + ": " + textOf(m, "text") + "\n";
-                ++shown;
-            }
+        for (const auto& m : c->messages) {
+            if (shown >= 12)
+                break;
+            s += "line " + std::to_string(static_cast<int>(m.line)) + ":" + std::to_string(static_cast<int>(m.column))
+                + ": " + m.severity + ": " + m.text + "\n";
+            ++shown;
         }
-        if (!compiled && shown == 0) {
-            std::string log = textOf(*c, "log");
+        if (!c->ok.value_or(true) && shown == 0) {
+            std::string log = c->log.value_or(std::string());
             if (log.size() > 1500)
                 log = "..." + log.substr(log.size() - 1500);
             if (!log.empty())
                 s += "compiler output:\n" + log + "\n";
         }
     }
-    if (auto checks = result.find("checks"); checks != result.end() && checks->is_array()) {
+    if (result.checks) {
         int shown = 0;
-        for (const auto& ch : *checks) {
-            if (!ch.is_object() || ch.value("ok", true) || shown >= 4)
+        for (const auto& ch : *result.checks) {
+            if (ch.ok || shown >= 4)
                 continue;
             ++shown;
-            s += "check " + textOf(ch, "shape") + " seed "
-                + std::to_string(static_cast<int64_t>(numberOf(ch, "seed")))
-                + (ch.value("after_timing", false) ? " (after timing)" : "") + ": ";
-            std::string failure = textOf(ch, "failure");
-            if (!failure.empty())
-                s += failure + " ";
-            if (std::string m = textOf(ch, "message"); !m.empty())
-                s += m + " ";
-            s += "max abs err " + format("%g", numberOf(ch, "max_abs_err")) + ", max rel err "
-                + format("%g", numberOf(ch, "max_rel_err")) + ", "
-                + std::to_string(static_cast<int64_t>(numberOf(ch, "mismatches"))) + " mismatches";
-            if (auto fm = ch.find("first_mismatches"); fm != ch.end() && fm->is_array() && !fm->empty()) {
+            // The failure kind and message are the result's own (above), not repeated per check.
+            s += "check " + ch.shape + " seed " + std::to_string(ch.seed) + (ch.afterTiming ? " (after timing)" : "")
+                + ": ";
+            s += "max abs err " + format("%g", ch.maxAbsErr.value_or(0.0)) + ", max rel err "
+                + format("%g", ch.maxRelErr.value_or(0.0)) + ", " + std::to_string(ch.mismatches) + " mismatches";
+            if (!ch.firstMismatches.empty()) {
                 s += "; first:";
                 int n = 0;
-                for (const auto& m : *fm) {
-                    if (!m.is_object() || n++ >= 3)
-                        continue;
-                    s += " " + textOf(m, "output") + "["
-                        + std::to_string(static_cast<int64_t>(numberOf(m, "index"))) + "]";
-                    if (m.value("unwritten", false))
+                for (const auto& m : ch.firstMismatches) {
+                    if (n++ >= 3)
+                        break;
+                    s += " " + m.output + "[" + std::to_string(m.index) + "]";
+                    if (m.unwritten)
                         s += " never written";
                     else
-                        s += " got " + format("%g", numberOf(m, "got")) + " want "
-                            + format("%g", numberOf(m, "want"));
+                        s += " got " + format("%g", m.got.value_or(0.0)) + " want " + format("%g", m.want.value_or(0.0));
                     s += ";";
                 }
             }

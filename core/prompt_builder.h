@@ -1,5 +1,6 @@
 #pragma once
 
+#include "core/eval_result.h"
 #include "core/synthesizer.h"
 
 #include <nlohmann/json.hpp>
@@ -112,7 +113,7 @@ std::string describeHardware(const std::string& target, const std::string& devic
 
 /// What went wrong in a worker `result`, for a person or a model: failure, compiler messages,
 /// first mismatches. Empty for a success. At most `maxChars` characters.
-std::string renderFeedback(const nlohmann::json& result, size_t maxChars = 4000);
+std::string renderFeedback(const protocol::EvalResult& result, size_t maxChars = 4000);
 
 /// One memory entry: header line, result and diagnosis, then the code when `withCode`.
 std::string renderMemoryEntry(const MemoryEntry& entry, const std::string& lang, bool withCode);

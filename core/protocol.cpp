@@ -10,7 +10,7 @@
 namespace hone::core::protocol {
 namespace {
 
-constexpr std::array<std::pair<FailureKind, const char*>, 13> kKinds = {{
+constexpr std::array<std::pair<FailureKind, const char*>, 14> kKinds = {{
     {FailureKind::BadCandidate, "bad_candidate"},
     {FailureKind::CompileError, "compile_error"},
     {FailureKind::RuntimeError, "runtime_error"},
@@ -24,23 +24,8 @@ constexpr std::array<std::pair<FailureKind, const char*>, 13> kKinds = {{
     {FailureKind::ProtocolError, "protocol_error"},
     {FailureKind::WorkerError, "worker_error"},
     {FailureKind::Suspicious, "suspicious"},
+    {FailureKind::LlmError, "llm_error"},
 }};
-
-double number(const nlohmann::json& obj, const char* key)
-{
-    auto it = obj.find(key);
-    if (it == obj.end() || !it->is_number())
-        return 0.0;
-    return it->get<double>();
-}
-
-std::string text(const nlohmann::json& obj, const char* key)
-{
-    auto it = obj.find(key);
-    if (it == obj.end() || !it->is_string())
-        return {};
-    return it->get<std::string>();
-}
 
 } // namespace
 
@@ -101,82 +86,6 @@ nlohmann::json makeFailure(std::string_view id, FailureKind kind, std::string_vi
     r["status"] = "failed";
     r["failure"] = {{"kind", failureKindName(kind)}, {"stage", validUtf8(stage)}, {"message", validUtf8(message)}};
     return r;
-}
-
-EvalSummary summarize(const nlohmann::json& result)
-{
-    EvalSummary s;
-    if (!result.is_object())
-        throw ProtocolError("result is not a JSON object");
-    const std::string status = text(result, "status");
-    if (status != "ok" && status != "failed")
-        throw ProtocolError("result has status '" + status + "'; expected 'ok' or 'failed'");
-    s.ok = status == "ok";
-    if (auto f = result.find("failure"); f != result.end() && f->is_object()) {
-        s.failureKind = text(*f, "kind");
-        s.failureStage = text(*f, "stage");
-        s.failureMessage = text(*f, "message");
-    }
-    if (!s.ok && s.failureKind.empty()) {
-        s.failureKind = "worker_error";
-        s.failureMessage = "worker reported a failure without a reason";
-    }
-    if (auto t = result.find("timing"); t != result.end() && t->is_object()) {
-        s.medianNs = number(*t, "median_ns");
-        s.cv = number(*t, "cv");
-        s.speedup = number(*t, "speedup");
-        if (auto b = t->find("baseline"); b != t->end() && b->is_object())
-            s.baselineMedianNs = number(*b, "median_ns");
-    }
-    if (auto r = result.find("roofline"); r != result.end() && r->is_object()) {
-        s.fracBandwidth = number(*r, "frac_bandwidth");
-        s.fracCompute = number(*r, "frac_compute");
-    }
-    if (auto d = result.find("diagnosis"); d != result.end() && d->is_object()) {
-        s.bound = text(*d, "bound");
-        s.evidence = text(*d, "evidence");
-        auto sus = d->find("suspicious");
-        s.suspicious = sus != d->end() && sus->is_boolean() && sus->get<bool>();
-    }
-    if (auto c = result.find("compile"); c != result.end() && c->is_object()) {
-        auto cached = c->find("cached");
-        s.compileCached = cached != c->end() && cached->is_boolean() && cached->get<bool>();
-    }
-    if (auto sh = result.find("shapes"); sh != result.end() && sh->is_array()) {
-        for (const auto& e : *sh) {
-            if (!e.is_object())
-                throw ProtocolError("result.shapes holds an entry that is not an object");
-            ShapeSummary x;
-            const double index = number(e, "index");
-            if (index < 0)
-                throw ProtocolError("result.shapes holds a negative index");
-            // Converting a double past size_t's range is undefined (tests/fuzz/fuzz_protocol).
-            if (index > 1e9)
-                throw ProtocolError("result.shapes holds an index past any bench shape");
-            x.index = static_cast<size_t>(index);
-            x.label = text(e, "shape");
-            x.speedup = number(e, "speedup");
-            if (auto t = e.find("timing"); t != e.end() && t->is_object()) {
-                x.medianNs = number(*t, "median_ns");
-                if (auto b = t->find("baseline"); b != t->end() && b->is_object())
-                    x.baselineMedianNs = number(*b, "median_ns");
-            }
-            if (auto r = e.find("roofline"); r != e.end() && r->is_object()) {
-                x.fracBandwidth = number(*r, "frac_bandwidth");
-                x.fracCompute = number(*r, "frac_compute");
-            }
-            if (auto d = e.find("diagnosis"); d != e.end() && d->is_object())
-                x.bound = text(*d, "bound");
-            if (s.ok && !(x.medianNs > 0))
-                throw ProtocolError("result says ok but shape " + x.label + " has no positive median_ns");
-            s.shapes.push_back(std::move(x));
-        }
-    }
-    if (auto sc = result.find("screened"); sc != result.end() && sc->is_boolean())
-        s.screened = sc->get<bool>();
-    if (s.ok && result.contains("timing") && !(s.medianNs > 0))
-        throw ProtocolError("result says ok but its timing has no positive median_ns");
-    return s;
 }
 
 std::string requestId(const nlohmann::json& request)

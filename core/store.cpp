@@ -256,6 +256,16 @@ constexpr const char* kEvaluationColumns = "SELECT node_id, cache_key, status, f
 
 } // namespace
 
+protocol::EvalResult EvaluationRecord::evalResult() const
+{
+    try {
+        return protocol::EvalResult::fromJson(result);
+    } catch (const protocol::ProtocolError& e) {
+        return protocol::EvalResult::failed(
+            "n" + std::to_string(nodeId), protocol::FailureKind::ProtocolError, "store", e.what());
+    }
+}
+
 std::string nowIso()
 {
     auto now = std::chrono::system_clock::now();

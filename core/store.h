@@ -1,5 +1,7 @@
 #pragma once
 
+#include "core/eval_result.h"
+
 #include <nlohmann/json.hpp>
 
 #include <cstdint>
@@ -75,8 +77,11 @@ struct EvaluationRecord {
     std::string bound;
     std::string device;
     bool fromCache = false;
-    nlohmann::json result;      // the worker's full result
+    nlohmann::json result;      // the worker's full result, as stored (for export)
     std::string createdAt;
+    /// `result` decoded (EvalResult::fromJson); a stored result that no longer decodes reads as
+    /// the protocol_error failure it is.
+    protocol::EvalResult evalResult() const;
     // Shape sets (schema 7): `speedup` is the weighted geometric mean over these.
     std::vector<ShapeResultRecord> shapes; // per timed bench shape; empty for one bench shape
     std::vector<std::string> slowerShapes; // labels of shapes where it is slower than the baseline

@@ -2,6 +2,7 @@
 
 #include "core/knobs.h"
 #include "core/memory_policy.h"
+#include "core/protocol.h"
 #include "core/search_tree.h"
 #include "core/store.h"
 
@@ -77,7 +78,7 @@ struct SynthProposal {
     std::string flags;
     std::string origin; // llm | repair | mutation | crossover
     std::string op = "inherit";
-    std::string rejectKind; // bad_candidate | llm_error; empty when evaluable
+    std::optional<protocol::FailureKind> rejectKind; // BadCandidate | LlmError; none when evaluable
     std::string rejectReason;
     std::vector<LlmCallRecord> calls; // model calls behind it (node ids filled by the engine)
 };

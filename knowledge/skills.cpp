@@ -4,7 +4,7 @@
 #include "knowledge/skills.h"
 
 #include "core/problem_spec.h"
-#include "core/protocol.h"
+#include "core/eval_result.h"
 #include "core/store.h"
 #include "knowledge/knowledge_base.h"
 #include "knowledge/sqlite_db.h"
@@ -173,10 +173,7 @@ SessionDump loadSession(const core::Store& store, int64_t session)
         ev.medianNs = e.medianNs;
         ev.bound = e.bound;
         ev.failureKind = e.failureKind;
-        try {
-            ev.evidence = core::protocol::summarize(e.result).evidence;
-        } catch (const std::exception&) {
-        }
+        ev.evidence = e.evalResult().evidence();
         if (d.device.empty())
             d.device = e.device;
         if (d.cpuFlags.empty() && e.result.contains("environment") && e.result["environment"].is_object())

@@ -343,7 +343,7 @@ private slots:
                       {"shape":"small[1]","seed":2,"ok":false,"max_abs_err":0.5,"max_rel_err":0.25,"mismatches":33,
                        "first_mismatches":[{"output":"y","index":3,"got":0.1,"want":0.2},
                                            {"output":"y","index":4,"unwritten":true}]}]})");
-        std::string f = renderFeedback(result);
+        std::string f = renderFeedback(protocol::EvalResult::fromJson(result));
         QVERIFY2(f.find("wrong_result in stage check: small[1] seed 2: 33 of 231 elements differ")
                 != std::string::npos,
             f.c_str());
@@ -353,8 +353,8 @@ private slots:
                 != std::string::npos,
             f.c_str());
         QVERIFY(f.find("small[0]") == std::string::npos); // passing checks are not noise
-        QCOMPARE(renderFeedback({ { "status", "ok" } }), std::string());
-        QVERIFY(renderFeedback(result, 40).find("more characters cut") != std::string::npos);
+        QCOMPARE(renderFeedback(protocol::EvalResult::fromJson({ { "status", "ok" } })), std::string());
+        QVERIFY(renderFeedback(protocol::EvalResult::fromJson(result), 40).find("more characters cut") != std::string::npos);
     }
 };
 

@@ -87,30 +87,41 @@ private slots:
 
     void objectiveMarksSlowerShapesAndEstimatesScreened()
     {
-        core::protocol::EvalSummary s;
-        s.ok = true;
-        s.speedup = 4.0; // the screening shape's, from `timing`
-        s.shapes = { { 0, "bench[0]", 100, 400, 4.0, 0.5, 0, "memory" }, { 1, "bench[1]", 800, 100, 0.125, 0.1, 0, "memory" } };
+        auto shape = [](size_t index, const std::string& label, double medianNs, double speedup) {
+            core::protocol::ShapeResult x;
+            x.index = index;
+            x.label = label;
+            x.timing = core::protocol::Timing {};
+            x.timing->stats.medianNs = medianNs;
+            x.speedup = speedup;
+            return x;
+        };
+        core::protocol::EvalResult s;
+        s.status = core::protocol::EvalStatus::Ok;
+        s.timing = core::protocol::Timing {};
+        s.timing->speedup = 4.0; // the screening shape's
+        s.shapes = std::vector { shape(0, "bench[0]", 100, 4.0), shape(1, "bench[1]", 800, 0.125) };
         const core::Objective o = core::objectiveOf(s, { 3.0, 1.0 }, 0);
         QCOMPARE(o.value, core::weightedGeomean({ 4.0, 0.125 }, { 3.0, 1.0 }));
         QCOMPARE(o.slowerOn, std::vector<std::string> { "bench[1]" });
         QCOMPARE(o.weights, (std::vector<double> { 3.0, 1.0 }));
         QVERIFY(!o.screened);
         // Within timing noise of the baseline is no regression.
-        s.shapes[1].speedup = 0.99;
+        (*s.shapes)[1].speedup = 0.99;
         QVERIFY(core::objectiveOf(s, { 3.0, 1.0 }, 0).slowerOn.empty());
 
-        core::protocol::EvalSummary screened = s;
-        screened.shapes.resize(1);
-        screened.shapes[0].speedup = 0.5;
+        core::protocol::EvalResult screened = s;
+        screened.shapes->resize(1);
+        (*screened.shapes)[0].speedup = 0.5;
         screened.screened = true;
         const core::Objective e = core::objectiveOf(screened, { 3.0, 1.0 }, 0.4);
         QVERIFY(e.screened);
         QCOMPARE(e.value, 0.5 * 0.4);
         // One bench shape: the result's own speedup.
-        core::protocol::EvalSummary one;
-        one.ok = true;
-        one.speedup = 2.5;
+        core::protocol::EvalResult one;
+        one.status = core::protocol::EvalStatus::Ok;
+        one.timing = core::protocol::Timing {};
+        one.timing->speedup = 2.5;
         QCOMPARE(core::objectiveOf(one, { 1.0 }, 0).value, 2.5);
     }
 

@@ -41,7 +41,7 @@ class Steerer : public core::EngineObserver {
 public:
     std::function<void(const core::Node&)> onEvaluated;
     std::vector<core::NodeId> evaluated;
-    void nodeEvaluated(const core::Node& n, const core::protocol::EvalSummary&) override
+    void nodeEvaluated(const core::Node& n, const core::protocol::EvalResult&) override
     {
         evaluated.push_back(n.id);
         if (onEvaluated)

@@ -33,7 +33,7 @@ json cpuResult(double speedup, double intensity, double gflops, const std::strin
 {
     const double bytes = 8.0 * 4096 * 2048, flops = intensity * bytes;
     const double medianNs = flops / gflops;
-    return {{"protocol", 1}, {"type", "result"}, {"status", "ok"},
+    return {{"protocol", 2}, {"type", "result"}, {"status", "ok"},
         {"compile", {{"ok", true}, {"cached", false}, {"seconds", 0.7}, {"log", ""}, {"messages", json::array()}}},
         {"checks", json::array({{{"shape", "small[0]"}, {"seed", 1}, {"ok", true}, {"max_abs_err", 1e-8},
                        {"max_rel_err", 2e-7}, {"mismatches", 0}}})},
@@ -51,7 +51,7 @@ json cpuResult(double speedup, double intensity, double gflops, const std::strin
 
 json failedResult(const std::string& kind)
 {
-    return {{"protocol", 1}, {"type", "result"}, {"status", "failed"},
+    return {{"protocol", 2}, {"type", "result"}, {"status", "failed"},
         {"failure", {{"kind", kind}, {"stage", "check"}, {"message", "3 mismatches in y"}}},
         {"compile", {{"ok", true}, {"log", ""}, {"messages", json::array()}}},
         {"checks", json::array({{{"shape", "small[0]"}, {"seed", 1}, {"ok", false}, {"max_abs_err", 0.5},
@@ -100,7 +100,7 @@ NodeInfo node(qint64 id, qint64 parent, const QString& origin = QStringLiteral("
 
 NodeInfo evaluated(NodeInfo n, const json& result, double atSeconds)
 {
-    applyResult(n, result, result.value("status", std::string()) == "ok");
+    applyResult(n, hone::core::protocol::EvalResult::fromJson(result));
     n.evaluatedAtSeconds = atSeconds;
     return n;
 }

@@ -35,7 +35,7 @@ namespace {
 
 json okResult(double speedup, double medianNs, const std::string& bound, double fracBw)
 {
-    return {{"protocol", 1}, {"type", "result"}, {"status", "ok"},
+    return {{"protocol", 2}, {"type", "result"}, {"status", "ok"},
         {"compile", {{"ok", true}, {"cached", false}, {"seconds", 0.7}, {"log", ""}, {"messages", json::array()}}},
         {"checks", json::array({{{"shape", "small[0]"}, {"seed", 1}, {"ok", true}, {"max_abs_err", 1e-8},
                        {"max_rel_err", 2e-7}, {"mismatches", 0}}})},
@@ -51,7 +51,7 @@ json okResult(double speedup, double medianNs, const std::string& bound, double 
 
 json failedResult(const std::string& kind, const std::string& message)
 {
-    return {{"protocol", 1}, {"type", "result"}, {"status", "failed"},
+    return {{"protocol", 2}, {"type", "result"}, {"status", "failed"},
         {"failure", {{"kind", kind}, {"stage", kind == "compile_error" ? "compile" : "check"}, {"message", message}}},
         {"compile", {{"ok", kind != "compile_error"}, {"log", kind == "compile_error" ? message : ""},
                         {"messages", json::array()}}},
@@ -94,14 +94,12 @@ struct SessionGen {
         const unsigned r = rng() % 10;
         if (r < 6) {
             const double speedup = 0.5 + (rng() % 350) / 100.0;
-            applyResult(n, okResult(speedup, 1e3 + rng() % 10000000, bounds[rng() % 3], (rng() % 100) / 100.0), true);
+            applyResult(n, hone::core::protocol::EvalResult::fromJson(okResult(speedup, 1e3 + rng() % 10000000, bounds[rng() % 3], (rng() % 100) / 100.0)));
             n.speedup = speedup;
         } else if (r < 8) {
             const bool wrong = rng() % 2;
-            applyResult(n,
-                wrong ? failedResult("wrong_result", "3 mismatches in y")
-                      : failedResult("compile_error", "softmax.cpp:12:5: error: expected ';'"),
-                false);
+            applyResult(n, hone::core::protocol::EvalResult::fromJson(wrong ? failedResult("wrong_result", "3 mismatches in y")
+                      : failedResult("compile_error", "softmax.cpp:12:5: error: expected ';'")));
         }
         n.pruned = rng() % 20 == 0;
         return n;
@@ -394,14 +392,14 @@ private slots:
         n9.knobs = {{"BLOCK", "64"}, {"VEC", "8"}};
         n9.failureKind.clear();
         n9.failureMessage.clear();
-        applyResult(n9, okResult(3.41, 12345, "memory", 0.63), true);
+        applyResult(n9, hone::core::protocol::EvalResult::fromJson(okResult(3.41, 12345, "memory", 0.63)));
         n9.speedup = 3.41;
         b.nodes.push_back(n9);
         for (qint64 id : {4, 5}) {
             NodeInfo n = *data.node(id);
             n.failureKind.clear();
             n.failureMessage.clear();
-            applyResult(n, failedResult("wrong_result", "3 mismatches in y\nfirst at index 17"), false);
+            applyResult(n, hone::core::protocol::EvalResult::fromJson(failedResult("wrong_result", "3 mismatches in y\nfirst at index 17")));
             b.nodes.push_back(n);
         }
         changed.clear();
@@ -536,7 +534,7 @@ private slots:
         // Live: a pending node that fails leaves "Pending" and enters "Failed" without a reset.
         const qint64 pendingId = *shownIds().begin();
         NodeInfo n = *data.node(pendingId);
-        applyResult(n, failedResult("timeout", "stage check ran past 60 s"), false);
+        applyResult(n, hone::core::protocol::EvalResult::fromJson(failedResult("timeout", "stage check ran past 60 s")));
         SessionData::Batch b;
         b.nodes.push_back(n);
         const int pendingBefore = proxy->rowCount();
@@ -755,7 +753,7 @@ private slots:
 
         // Best moves: the old best loses its gold ring on the next refresh.
         NodeInfo n6 = *data.node(6);
-        applyResult(n6, okResult(4.0, 7716, "compute", 0.2), true);
+        applyResult(n6, hone::core::protocol::EvalResult::fromJson(okResult(4.0, 7716, "compute", 0.2)));
         n6.speedup = 4.0;
         SessionData::Batch b;
         b.nodes.push_back(n6);
@@ -823,7 +821,7 @@ private slots:
             ++target;
         QVERIFY(view.lookOf(target).fill != QColor(0xe5, 0x39, 0x35));
         NodeInfo upd = *data.node(target);
-        applyResult(upd, failedResult("nan", "NaN in y"), false);
+        applyResult(upd, hone::core::protocol::EvalResult::fromJson(failedResult("nan", "NaN in y")));
         SessionData::Batch b;
         b.nodes.push_back(upd);
         data.apply(b);

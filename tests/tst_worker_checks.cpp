@@ -1,6 +1,7 @@
 // Drives the real hone-worker binary ($HONE_WORKER) over its JSON-lines protocol with a tiny
 // problem, y = 2*x + b, and candidates that are right, wrong in each way the checks must catch,
 // or hostile to the harness.
+#include "core/eval_result.h"
 #include "core/protocol.h"
 
 #include <QHostAddress>
@@ -390,7 +391,7 @@ private slots:
             QVERIFY(r["checks"].empty());
         }
         QVERIFY(!r.contains("timing"));
-        QVERIFY(!protocol::summarize(r).ok);
+        QVERIFY(!protocol::EvalResult::fromJson(r).ok());
     }
 
     void compileErrorMessages()
@@ -524,9 +525,11 @@ private slots:
         QVERIFY(!env["compiler"].get<std::string>().empty());
         QVERIFY(env["flags"].get<std::string>().find("-ffast-math") != std::string::npos);
 
-        const protocol::EvalSummary sum = protocol::summarize(r);
-        QVERIFY(sum.ok);
-        QCOMPARE(sum.speedup, t["speedup"].get<double>());
+        const protocol::EvalResult sum = protocol::EvalResult::fromJson(r);
+        QVERIFY(sum.ok());
+        QCOMPARE(sum.speedup(), t["speedup"].get<double>());
+        // Decoded once, written back whole: nothing the worker wrote is lost on the way.
+        QCOMPARE(sum.toJson(), r);
 
         // The same candidate again: its object comes from the compile cache.
         const json again = evalOne(evalRequest("good-again", cand, false));
@@ -567,12 +570,13 @@ private slots:
         for (const auto& c : r["checks"])
             rechecks += c.value("after_timing", false) ? 1 : 0;
         QCOMPARE(rechecks, 3);
-        const protocol::EvalSummary sum = protocol::summarize(r);
-        QCOMPARE(sum.shapes.size(), size_t(3));
-        QCOMPARE(sum.shapes[1].index, size_t(0));
-        QCOMPARE(sum.shapes[1].speedup, r["shapes"][1]["speedup"].get<double>());
-        QCOMPARE(sum.shapes[2].medianNs, r["shapes"][2]["timing"]["median_ns"].get<double>());
-        QVERIFY(!sum.screened);
+        const protocol::EvalResult sum = protocol::EvalResult::fromJson(r);
+        QCOMPARE(sum.shapeResults().size(), size_t(3));
+        QCOMPARE(sum.shapeResults()[1].index, size_t(0));
+        QCOMPARE(sum.shapeResults()[1].speedup.value_or(0.0), r["shapes"][1]["speedup"].get<double>());
+        QCOMPARE(sum.shapeResults()[2].medianNs(), r["shapes"][2]["timing"]["median_ns"].get<double>());
+        QVERIFY(!sum.isScreened());
+        QCOMPARE(sum.toJson(), r);
 
         // Under the screening speedup on the first shape: the others are not timed.
         req["id"] = "screened";
@@ -581,7 +585,7 @@ private slots:
         QVERIFY2(s.value("status", "") == "ok", s.dump(2).c_str());
         QCOMPARE(s["screened"].get<bool>(), true);
         QCOMPARE(s["shapes"].size(), size_t(1));
-        QVERIFY(protocol::summarize(s).screened);
+        QVERIFY(protocol::EvalResult::fromJson(s).isScreened());
     }
 
     /// A result's per-shape entries are read defensively: a bad entry is a protocol error naming
@@ -591,12 +595,12 @@ private slots:
         QTest::addColumn<QString>("shapes");
         QTest::addColumn<QString>("message");
         QTest::addRow("negative index") << R"([{"index": -1, "timing": {"median_ns": 5}}])"
-                                        << "result.shapes holds a negative index";
+                                        << "result.shapes[0].index is negative";
         QTest::addRow("index past any shape") << R"([{"index": 1e300, "timing": {"median_ns": 5}}])"
-                                              << "result.shapes holds an index past any bench shape";
-        QTest::addRow("entry not an object") << R"([3])" << "result.shapes holds an entry that is not an object";
+                                              << "result.shapes[0].index is not the index of a bench shape";
+        QTest::addRow("entry not an object") << R"([3])" << "result.shapes[0] is not an object";
         QTest::addRow("ok without a median") << R"([{"index": 0, "shape": "bench[0]"}])"
-                                             << "result says ok but shape bench[0] has no positive median_ns";
+                                             << "result.shapes[0].timing missing";
     }
     void summaryRejectsMalformedShapes()
     {
@@ -605,7 +609,7 @@ private slots:
         json r = { { "protocol", protocol::kVersion }, { "type", "result" }, { "status", "ok" },
             { "shapes", json::parse(shapes.toStdString()) } };
         try {
-            (void)protocol::summarize(r);
+            (void)protocol::EvalResult::fromJson(r);
             QFAIL("no ProtocolError");
         } catch (const protocol::ProtocolError& e) {
             QCOMPARE(QString(e.what()), message);
@@ -787,7 +791,7 @@ private slots:
         QVERIFY2(r["failure"]["message"].get<std::string>().find("below the roofline floor") != std::string::npos,
             r["failure"]["message"].get<std::string>().c_str());
         QCOMPARE(r["diagnosis"]["suspicious"].get<bool>(), true);
-        QVERIFY(protocol::summarize(r).ok == false);
+        QVERIFY(!protocol::EvalResult::fromJson(r).ok());
     }
 
     /// The sandbox: no network, no files of the host, no environment, no survivors.

@@ -54,51 +54,45 @@ QString NodeInfo::statusText() const
     return {};
 }
 
-void applyResult(NodeInfo& n, const nlohmann::json& result, bool ok)
+void applyResult(NodeInfo& n, const core::protocol::EvalResult& r)
 {
-    n.result = result;
+    const bool ok = r.ok();
+    n.result = r.toJson();
     n.status = ok ? NodeInfo::Status::Ok : NodeInfo::Status::Failed;
-    const auto& timing = member(result, "timing");
-    const auto& roof = member(result, "roofline");
-    const auto& diag = member(result, "diagnosis");
-    const auto& failure = member(result, "failure");
-    n.medianNs = num(timing, "median_ns");
-    n.cv = num(timing, "cv");
+    n.medianNs = r.medianNs();
+    n.cv = r.cv();
     if (ok)
-        n.speedup = num(timing, "speedup");
+        n.speedup = r.timedSpeedup();
     // Shape sets: the engine's objective (docs/SEARCH.md), written next to the worker's result.
-    const auto& objective = member(result, "objective");
     n.slowerOn.clear();
     n.screened = false;
-    // (member() gives an empty object for a missing key: only a present objective counts.)
-    if (ok && result.is_object() && result.contains("objective") && objective.contains("value")) {
-        n.speedup = num(objective, "value");
-        n.screened = objective.value("screened", false);
-        if (const auto it = objective.find("slower_on"); it != objective.end() && it->is_array())
-            for (const auto& label : *it)
-                if (label.is_string())
-                    n.slowerOn << QString::fromStdString(label.get<std::string>());
+    if (ok && r.objective) {
+        n.speedup = r.objective->value;
+        n.screened = r.objective->screened;
+        for (const auto& label : r.objective->slowerOn)
+            n.slowerOn << QString::fromStdString(label);
     }
-    n.intensity = num(roof, "intensity");
-    n.gflops = num(roof, "gflops");
+    const core::protocol::Roofline roof = r.roofline.value_or(core::protocol::Roofline {});
+    n.intensity = roof.intensity.value_or(0.0);
+    n.gflops = roof.gflops.value_or(0.0);
     // The problem's intensity is what the candidate must move at least; a profile that counted
     // the DRAM bytes gives what this candidate really moved (docs/WORKBENCH.md, roofline).
     n.intensityMeasured = false;
-    const double dramBytes = num(member(result, "profile"), "dram_bytes");
-    const double flops = num(roof, "flops");
+    const double dramBytes = r.profile ? r.profile->dramBytes.value_or(0.0) : 0.0;
+    const double flops = roof.flops.value_or(0.0);
     if (dramBytes > 0 && flops > 0) {
         n.intensity = flops / dramBytes;
         n.intensityMeasured = true;
     }
-    n.fracBandwidth = num(roof, "frac_bandwidth");
-    n.fracCompute = num(roof, "frac_compute");
-    n.bound = str(diag, "bound");
+    n.fracBandwidth = roof.fracBandwidth.value_or(0.0);
+    n.fracCompute = roof.fracCompute.value_or(0.0);
+    n.bound = QString::fromStdString(r.bound());
     if (!ok) {
         n.speedup = 0;
         if (n.failureKind.isEmpty())
-            n.failureKind = str(failure, "kind");
-        if (n.failureMessage.isEmpty())
-            n.failureMessage = str(failure, "message");
+            n.failureKind = QString::fromLatin1(core::protocol::failureKindName(r.failureKind()));
+        if (n.failureMessage.isEmpty() && r.failure)
+            n.failureMessage = QString::fromStdString(r.failure->message);
     }
 }
 
@@ -317,7 +311,7 @@ void SessionData::loadFromStore(const core::Store& store, qint64 sessionId)
         n.failureKind = QString::fromStdString(e.failureKind);
         n.failureMessage = QString::fromStdString(e.failureMessage);
         n.fromCache = e.fromCache;
-        applyResult(n, e.result, e.status == "ok");
+        applyResult(n, e.evalResult());
         if (e.status == "ok")
             n.speedup = e.speedup;
         n.evaluatedAtSeconds = std::max(0.0, isoSeconds(e.createdAt) - t0);

@@ -1,5 +1,6 @@
 #pragma once
 
+#include "core/eval_result.h"
 #include "core/store.h"
 
 #include <QObject>
@@ -153,7 +154,7 @@ private:
 
 /// Fills the result-derived fields of `n` (status, speedup, roofline point...) from a worker
 /// result.
-void applyResult(NodeInfo& n, const nlohmann::json& result, bool ok);
+void applyResult(NodeInfo& n, const core::protocol::EvalResult& result);
 
 /// Which node the panels show; one per window.
 class Selection : public QObject {

@@ -62,26 +62,16 @@ public:
         push(info);
     }
 
-    void nodeEvaluated(const core::Node& n, const core::protocol::EvalSummary& s) override { m_summaries[n.id] = s; }
-
-    void nodeResult(const core::Node& n, const nlohmann::json& result) override
+    void nodeEvaluated(const core::Node& n, const core::protocol::EvalResult& result) override
     {
         if (static_cast<size_t>(n.id) >= m_shadow.size())
             return;
         views::NodeInfo info = m_shadow[static_cast<size_t>(n.id)];
-        const auto it = m_summaries.find(n.id);
-        const bool ok = it != m_summaries.end() ? it->second.ok : n.state == core::NodeState::Ok;
-        if (it != m_summaries.end()) {
-            info.failureKind = qs(it->second.failureKind);
-            info.failureMessage = qs(it->second.failureMessage);
-        }
-        views::applyResult(info, result, ok);
-        info.speedup = ok ? n.speedup : 0;
-        if (it != m_summaries.end())
-            info.fromCache = false;
+        views::applyResult(info, result);
+        info.speedup = result.ok() ? n.speedup : 0;
+        info.fromCache = false;
         info.pruned = n.pruned;
         info.evaluatedAtSeconds = seconds();
-        m_summaries.erase(n.id);
         m_shadow[static_cast<size_t>(n.id)] = info;
         push(std::move(info));
     }
@@ -158,7 +148,6 @@ private:
     core::Engine& m_engine;
     std::chrono::steady_clock::time_point m_t0;
     std::vector<views::NodeInfo> m_shadow;
-    std::map<core::NodeId, core::protocol::EvalSummary> m_summaries;
     qint64 m_tokensIn = 0;
     qint64 m_tokensOut = 0;
     double m_costUsd = 0;

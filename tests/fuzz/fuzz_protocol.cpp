@@ -1,6 +1,6 @@
 // The worker protocol as the engine reads it: one line from the worker through parseMessage,
-// then a `result` through summarize and requestId. Both may only throw ProtocolError.
-#include "core/protocol.h"
+// then a `result` through EvalResult::fromJson and requestId. Both may only throw ProtocolError.
+#include "core/eval_result.h"
 #include "tests/fuzz/fuzz_check.h"
 
 #include <cstddef>
@@ -22,15 +22,15 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size)
     HONE_FUZZ_CHECK(msg.is_object() && msg.at("type").is_string(), "an accepted message is typed");
     (void)protocol::requestId(msg);
     try {
-        protocol::EvalSummary s = protocol::summarize(msg);
-        HONE_FUZZ_CHECK(s.ok || !s.failureKind.empty(), "a failed result names a failure kind");
-        if (s.ok)
-            for (const auto& shape : s.shapes)
-                HONE_FUZZ_CHECK(shape.medianNs > 0, "an ok result times every shape");
-        // What the store writes back: the summary's text must serialise.
-        nlohmann::json back
-            = { { "kind", s.failureKind }, { "message", s.failureMessage }, { "evidence", s.evidence } };
+        const protocol::EvalResult s = protocol::EvalResult::fromJson(msg);
+        HONE_FUZZ_CHECK(s.ok() || s.failure.has_value(), "a failed result names a failure kind");
+        if (s.ok())
+            for (const auto& shape : s.shapeResults())
+                HONE_FUZZ_CHECK(shape.medianNs() > 0, "an ok result times every shape");
+        // What the store writes back must serialise, and decode to the same value.
+        const nlohmann::json back = s.toJson();
         (void)back.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+        HONE_FUZZ_CHECK(protocol::EvalResult::fromJson(back) == s, "a result round-trips");
     } catch (const protocol::ProtocolError& e) {
         HONE_FUZZ_CHECK(e.what()[0] != '\0', "a ProtocolError says what is wrong");
     }
