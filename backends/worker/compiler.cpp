@@ -302,6 +302,21 @@ HostCompiler::HostCompiler(fs::path cacheDir, std::string compiler)
 {
 }
 
+void appendJobFlags(const CompileJob& job, const std::string& includeDir, std::vector<std::string>& args,
+    std::vector<std::string>& keyed)
+{
+    args.push_back("-I" + includeDir);
+    keyed.push_back("-I<include>");
+    for (const auto& [name, value] : job.defines) {
+        args.push_back("-D" + name + "=" + value);
+        keyed.push_back(args.back());
+    }
+    for (const auto& f : splitFlags(job.flags)) {
+        args.push_back(f);
+        keyed.push_back(f);
+    }
+}
+
 const std::vector<std::string>& HostCompiler::baseFlags()
 {
     static const std::vector<std::string> flags
@@ -347,16 +362,7 @@ CompileOutput HostCompiler::compile(const CompileJob& job)
     const fs::path includeDir = m_cacheDir / "include";
     std::vector<std::string> middle = baseFlags();
     std::vector<std::string> keyMiddle = middle;
-    middle.push_back("-I" + includeDir.string());
-    keyMiddle.push_back("-I<include>");
-    for (const auto& [name, value] : job.defines) {
-        middle.push_back("-D" + name + "=" + value);
-        keyMiddle.push_back(middle.back());
-    }
-    for (const auto& f : splitFlags(job.flags)) {
-        middle.push_back(f);
-        keyMiddle.push_back(f);
-    }
+    appendJobFlags(job, includeDir.string(), middle, keyMiddle);
 
     const std::string key
         = core::sha256Hex("hone-compile-1\n" + version + "\n" + m_compiler + "\n" + m_machineId + "\n"

@@ -50,6 +50,13 @@ struct CompileOutput {
 /// refusedFlag), so what the user sees is what the compiler gets.
 std::vector<std::string> splitFlags(const std::string& flags);
 
+/// Appends what every backend passes after its base flags: `-I` of the cache's include folder,
+/// the job's knobs as `-D`, and its (already allowed) flags. `keyed` gets the same with the
+/// include folder written as `<include>`, so that compile-cache keys do not depend on where the
+/// cache lives.
+void appendJobFlags(const CompileJob& job, const std::string& includeDir, std::vector<std::string>& args,
+    std::vector<std::string>& keyed);
+
 /// Empty when every flag is on the allow-list of docs/FORMATS.md (-O*, -f* except -fplugin*,
 /// -m*, -D*, -U*, -W* except -Wl,/-Wa,/-Wp, pass-throughs, -std=*), else a message naming the
 /// first refused flag.

@@ -381,16 +381,7 @@ CompileOutput CudaBackend::compile(const CompileJob& job)
     std::vector<std::string> middle = nvccBaseFlags();
     middle.push_back(m_gencode);
     std::vector<std::string> keyMiddle = middle;
-    middle.push_back("-I" + includeDir.string());
-    keyMiddle.push_back("-I<include>");
-    for (const auto& [name, value] : job.defines) {
-        middle.push_back("-D" + name + "=" + value);
-        keyMiddle.push_back(middle.back());
-    }
-    for (const auto& f : splitFlags(job.flags)) {
-        middle.push_back(f);
-        keyMiddle.push_back(f);
-    }
+    appendJobFlags(job, includeDir.string(), middle, keyMiddle);
     const std::vector<std::string> libs = libraryFlags(job.libraries, m_nvcc);
     for (const auto& l : libs)
         keyMiddle.push_back(l);

@@ -343,16 +343,7 @@ CompileOutput HipBackend::compile(const CompileJob& job)
     std::vector<std::string> middle = hipccBaseFlags();
     middle.push_back("--offload-arch=" + m_arch);
     std::vector<std::string> keyMiddle = middle;
-    middle.push_back("-I" + includeDir.string());
-    keyMiddle.push_back("-I<include>");
-    for (const auto& [name, value] : job.defines) {
-        middle.push_back("-D" + name + "=" + value);
-        keyMiddle.push_back(middle.back());
-    }
-    for (const auto& f : splitFlags(job.flags)) {
-        middle.push_back(f);
-        keyMiddle.push_back(f);
-    }
+    appendJobFlags(job, includeDir.string(), middle, keyMiddle);
     CachedCompile c;
     c.cacheDir = m_cacheDir;
     c.subdir = "hip-so";

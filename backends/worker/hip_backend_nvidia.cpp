@@ -144,16 +144,7 @@ CompileOutput HipBackend::compileNvidia(const CompileJob& job, const std::string
     // -isystem: HIP 5.2's NVIDIA headers warn about many APIs CUDA has deprecated since.
     middle.insert(middle.end(), { "-isystem", hipInclude });
     keyMiddle.insert(keyMiddle.end(), { "-isystem", "<" + fs::path(hipInclude).filename().string() + ">" });
-    middle.push_back("-I" + includeDir.string());
-    keyMiddle.push_back("-I<include>");
-    for (const auto& [name, value] : job.defines) {
-        middle.push_back("-D" + name + "=" + value);
-        keyMiddle.push_back(middle.back());
-    }
-    for (const auto& f : splitFlags(job.flags)) {
-        middle.push_back(f);
-        keyMiddle.push_back(f);
-    }
+    appendJobFlags(job, includeDir.string(), middle, keyMiddle);
     std::string name = fs::path(job.name).filename().string();
     for (char& c : name)
         if (!std::isalnum(static_cast<unsigned char>(c)) && c != '.' && c != '_' && c != '-')
