@@ -302,6 +302,17 @@ HostCompiler::HostCompiler(fs::path cacheDir, std::string compiler)
 {
 }
 
+fs::path installKernelHeader(const fs::path& cacheDir)
+{
+    const fs::path includeDir = cacheDir / "include";
+    const fs::path header = includeDir / "hone" / "kernel.h";
+    bool ok = false;
+    const std::string current = readFile(header, &ok);
+    if (!ok || current != embedded::kKernelHeader)
+        writeFileAtomically(header, std::string(embedded::kKernelHeader));
+    return includeDir;
+}
+
 void appendJobFlags(const CompileJob& job, const std::string& includeDir, std::vector<std::string>& args,
     std::vector<std::string>& keyed)
 {
@@ -340,11 +351,7 @@ void HostCompiler::installHeader()
 {
     if (m_headerInstalled)
         return;
-    const fs::path header = m_cacheDir / "include" / "hone" / "kernel.h";
-    bool ok = false;
-    const std::string current = readFile(header, &ok);
-    if (!ok || current != embedded::kKernelHeader)
-        writeFileAtomically(header, std::string(embedded::kKernelHeader));
+    installKernelHeader(m_cacheDir);
     m_headerInstalled = true;
 }
 

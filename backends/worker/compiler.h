@@ -50,6 +50,10 @@ struct CompileOutput {
 /// refusedFlag), so what the user sees is what the compiler gets.
 std::vector<std::string> splitFlags(const std::string& flags);
 
+/// Writes the candidate ABI header (hone/kernel.h, built into the worker) under
+/// `cacheDir`/include unless the copy there is already the same, and returns that include folder.
+std::filesystem::path installKernelHeader(const std::filesystem::path& cacheDir);
+
 /// Appends what every backend passes after its base flags: `-I` of the cache's include folder,
 /// the job's knobs as `-D`, and its (already allowed) flags. `keyed` gets the same with the
 /// include folder written as `<include>`, so that compile-cache keys do not depend on where the

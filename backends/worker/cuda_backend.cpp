@@ -370,13 +370,7 @@ CompileOutput CudaBackend::compile(const CompileJob& job)
         out.toolError = "cannot run nvcc at " + m_nvcc;
         return out;
     }
-    const fs::path includeDir = m_cacheDir / "include";
-    {
-        const fs::path header = includeDir / "hone" / "kernel.h";
-        bool ok = false;
-        if (readFile(header, &ok) != embedded::kKernelHeader || !ok)
-            writeFileAtomically(header, std::string(embedded::kKernelHeader));
-    }
+    const fs::path includeDir = installKernelHeader(m_cacheDir);
     const std::string srcName = cudaFileName(job.name);
     std::vector<std::string> middle = nvccBaseFlags();
     middle.push_back(m_gencode);

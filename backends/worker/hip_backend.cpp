@@ -333,13 +333,7 @@ CompileOutput HipBackend::compile(const CompileJob& job)
     }
     if (m_nvidia)
         return compileNvidia(job, version);
-    const fs::path includeDir = m_cacheDir / "include";
-    {
-        const fs::path header = includeDir / "hone" / "kernel.h";
-        bool ok = false;
-        if (readFile(header, &ok) != embedded::kKernelHeader || !ok)
-            writeFileAtomically(header, std::string(embedded::kKernelHeader));
-    }
+    const fs::path includeDir = installKernelHeader(m_cacheDir);
     std::vector<std::string> middle = hipccBaseFlags();
     middle.push_back("--offload-arch=" + m_arch);
     std::vector<std::string> keyMiddle = middle;

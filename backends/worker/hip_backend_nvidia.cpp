@@ -132,13 +132,7 @@ CompileOutput HipBackend::compileNvidia(const CompileJob& job, const std::string
         out.toolError = error;
         return out;
     }
-    const fs::path includeDir = m_cacheDir / "include";
-    {
-        const fs::path header = includeDir / "hone" / "kernel.h";
-        bool ok = false;
-        if (readFile(header, &ok) != embedded::kKernelHeader || !ok)
-            writeFileAtomically(header, std::string(embedded::kKernelHeader));
-    }
+    const fs::path includeDir = installKernelHeader(m_cacheDir);
     std::vector<std::string> middle = nvidiaFlags();
     std::vector<std::string> keyMiddle = middle;
     // -isystem: HIP 5.2's NVIDIA headers warn about many APIs CUDA has deprecated since.
