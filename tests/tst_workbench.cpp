@@ -20,6 +20,8 @@
 #include <QMenu>
 #include <QPlainTextEdit>
 #include <QPushButton>
+#include <QScrollArea>
+#include <QScrollBar>
 #include <QSettings>
 #include <QSignalSpy>
 #include <QStatusBar>
@@ -333,6 +335,13 @@ private slots:
             QVERIFY2(d->width() >= 220 && d->height() >= 150,
                 qPrintable(QString("%1 dock %2x%3").arg(d->objectName()).arg(d->width()).arg(d->height())));
             QVERIFY(d->width() < tree.width() + 300);
+            // A panel fits its dock's width: no sideways scrolling that cuts off its right edge
+            // (the launcher's "Open…" button and the inspector's header once did).
+            if (auto* scroll = qobject_cast<QScrollArea*>(d->widget())) {
+                QVERIFY2(scroll->horizontalScrollBar()->maximum() == 0,
+                    qPrintable(QString("%1 panel is %2 px wide in a %3 px dock").arg(d->objectName())
+                            .arg(scroll->widget()->minimumSizeHint().width()).arg(scroll->viewport()->width())));
+            }
         }
         if (!gpuSession)
             return;

@@ -224,6 +224,7 @@ Inspector::Inspector(SessionData* sessionData, Selection* selection, NodeActions
     m_empty->setWordWrap(true);
 
     m_header = new QLabel(this);
+    m_header->setWordWrap(true); // unwrapped, its text would set the dock's minimum width
     m_header->setTextInteractionFlags(Qt::TextSelectableByMouse);
     m_evidence = new QLabel(this);
     m_evidence->setWordWrap(true);

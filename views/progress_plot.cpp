@@ -68,6 +68,7 @@ ProgressPlot::ProgressPlot(SessionData* sessionData, QWidget* parent)
     layout->addWidget(m_plot, 1);
 
     m_stats = new QLabel(this);
+    m_stats->setWordWrap(true); // unwrapped, the line would set the dock's minimum width
     m_stats->setTextInteractionFlags(Qt::TextSelectableByMouse);
     m_stats->setContentsMargins(6, 0, 6, 0);
     layout->addWidget(m_stats);

@@ -16,6 +16,7 @@
 #include <QLabel>
 #include <QLineEdit>
 #include <QPushButton>
+#include <QSizePolicy>
 #include <QSpinBox>
 #include <QTableWidget>
 #include <QVBoxLayout>
@@ -28,10 +29,13 @@ Launcher::Launcher(QWidget* parent)
     : QWidget(parent)
 {
     auto* form = new QFormLayout;
-    form->setRowWrapPolicy(QFormLayout::WrapLongRows); // labels above the fields in a narrow dock
+    m_form = form;
+    form->setRowWrapPolicy(QFormLayout::DontWrapRows); // resizeEvent puts labels above when narrow
     m_problem = new QLineEdit(this);
     m_problem->setPlaceholderText(tr("a problem folder (problem.toml, reference.cpp, seeds/)"));
+    m_problem->setMinimumWidth(80); // the dock may be narrow: the field shrinks, the button stays whole
     auto* browse = new QPushButton(tr("Open…"), this);
+    browse->setSizePolicy(QSizePolicy::Fixed, QSizePolicy::Fixed);
     connect(browse, &QPushButton::clicked, this, [this] {
         const QString dir = QFileDialog::getExistingDirectory(this, tr("Problem folder"), m_problem->text());
         if (!dir.isEmpty())
@@ -85,7 +89,7 @@ Launcher::Launcher(QWidget* parent)
                               "restarts when the search stalls; the knob search mutates (inherit), moves "
                               "towards siblings (compare), both (combine) or starts afresh (restart)"));
     form->addRow(tr("Memory operator"), m_memoryOp);
-    m_warmStart = new QCheckBox(tr("start from the store's best earlier kernels"), this);
+    m_warmStart = new QCheckBox(tr("earlier sessions' best kernels"), this);
     m_warmStart->setChecked(true);
     m_warmStart->setToolTip(tr("warm start: the best kernels of earlier sessions on this problem, then on its "
                                "family, join the tree after the seeds"));
@@ -167,16 +171,61 @@ Launcher::Launcher(QWidget* parent)
     sessionButtons->addWidget(resume);
     sessionButtons->addWidget(m_extra);
     sessionButtons->addStretch();
-    sessionButtons->addWidget(refresh);
+    auto* sessionsHeader = new QHBoxLayout; // Refresh beside the title: the row below stays narrow
+    sessionsHeader->addWidget(new QLabel(tr("Sessions in the store"), this), 1);
+    sessionsHeader->addWidget(refresh);
 
     auto* layout = new QVBoxLayout(this);
     layout->addLayout(form);
     layout->addLayout(buttons);
     layout->addWidget(m_message);
-    layout->addWidget(new QLabel(tr("Sessions in the store"), this));
+    layout->addLayout(sessionsHeader);
     layout->addWidget(m_sessions, 1);
     layout->addLayout(sessionButtons);
+
+    // A combo box or spin box asks for the width of its longest entry; in a dock narrower than
+    // that (1366-pixel screens) the whole form would scroll sideways and cut off its right edge.
+    for (auto* combo : findChildren<QComboBox*>()) {
+        combo->setSizeAdjustPolicy(QComboBox::AdjustToMinimumContentsLengthWithIcon);
+        combo->setMinimumContentsLength(6);
+    }
+    for (auto* spin : findChildren<QAbstractSpinBox*>())
+        spin->setMinimumWidth(60);
+    for (auto* button : findChildren<QPushButton*>())
+        button->setMinimumWidth(button->fontMetrics().horizontalAdvance(button->text()) + 16);
     setRunning(false, false);
+}
+
+void Launcher::measureWidths() const
+{
+    if (m_sideBySideWidth > 0)
+        return;
+    ensurePolished();
+    // A nested form's change does not reach the outer layout's cached sizes: invalidate both.
+    const auto was = m_form->rowWrapPolicy();
+    m_form->setRowWrapPolicy(QFormLayout::WrapAllRows);
+    layout()->invalidate();
+    m_stackedWidth = QWidget::minimumSizeHint().width();
+    m_form->setRowWrapPolicy(QFormLayout::DontWrapRows);
+    layout()->invalidate();
+    m_sideBySideWidth = QWidget::minimumSizeHint().width();
+    m_form->setRowWrapPolicy(was);
+    layout()->invalidate();
+}
+
+QSize Launcher::minimumSizeHint() const
+{
+    measureWidths();
+    return QSize(m_stackedWidth, QWidget::minimumSizeHint().height());
+}
+
+void Launcher::resizeEvent(QResizeEvent* event)
+{
+    measureWidths();
+    const auto wanted = width() < m_sideBySideWidth ? QFormLayout::WrapAllRows : QFormLayout::DontWrapRows;
+    if (m_form->rowWrapPolicy() != wanted)
+        m_form->setRowWrapPolicy(wanted);
+    QWidget::resizeEvent(event);
 }
 
 core::RunOptions Launcher::options() const

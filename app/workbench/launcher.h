@@ -11,6 +11,7 @@ class QLineEdit;
 class QPushButton;
 class QSpinBox;
 class QDoubleSpinBox;
+class QFormLayout;
 class QTableWidget;
 
 namespace hone::app {
@@ -46,6 +47,9 @@ public:
     /// The session selected in the list, or -1.
     qint64 selectedSession() const;
     int extraBudget() const;
+    /// Narrow enough for a dock on a 1366-pixel screen: the form puts its labels above the
+    /// fields when the panel is narrower than labels and fields side by side.
+    QSize minimumSizeHint() const override;
 
 signals:
     void startRequested();
@@ -56,7 +60,15 @@ signals:
     void resumeSessionRequested(qint64 session, int extraBudget);
     void refreshRequested();
 
+protected:
+    void resizeEvent(QResizeEvent* event) override;
+
 private:
+    /// The panel's minimum widths with the labels beside and above the fields (measured once).
+    void measureWidths() const;
+    QFormLayout* m_form;
+    mutable int m_sideBySideWidth = 0;
+    mutable int m_stackedWidth = 0;
     QLineEdit* m_problem;
     QComboBox* m_target;
     QComboBox* m_runOn;
