@@ -20,7 +20,9 @@
 #include <QProcess>
 #include <QPushButton>
 #include <QCheckBox>
+#include <QLabel>
 #include <QSignalSpy>
+#include <QTextDocument>
 #include <QStandardPaths>
 #include <QTemporaryDir>
 #include <QtTest>
@@ -587,6 +589,14 @@ extern "C" int hone_run(const hone_args* a)
         const QString concerns = panel.concernTexts().join('\n');
         QVERIFY2(concerns.contains(QLatin1String("CV 98.0%")), qPrintable(concerns));
         QVERIFY2(concerns.contains(QLatin1String("includes 1x")), qPrintable(concerns));
+        // Shown as a list of two items, not as text with the list's tags in it.
+        const auto* shown = panel.findChild<QLabel*>(QStringLiteral("concerns"));
+        QVERIFY(shown);
+        QTextDocument doc;
+        doc.setHtml(shown->text());
+        const QString plain = doc.toPlainText();
+        QVERIFY2(!plain.contains(QLatin1String("<li>")) && !plain.contains(QLatin1String("</li>")), qPrintable(plain));
+        QVERIFY2(shown->text().count(QLatin1String("<li>")) == 2, qPrintable(shown->text()));
         QVERIFY(panel.justificationEdit()->isEnabled());
         panel.reviewerEdit()->setText(QStringLiteral("carol"));
         panel.noteEdit()->setPlainText(QStringLiteral("looks fine"));

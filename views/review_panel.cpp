@@ -276,9 +276,12 @@ void ReviewPanel::showConcerns(const QStringList& concerns)
         m_concerns->clear();
         return;
     }
+    // Each concern escaped on its own: escaping the joined list would show the tags as text.
+    QStringList items;
+    for (const QString& c : concerns)
+        items << QStringLiteral("<li>") + c.toHtmlEscaped() + QStringLiteral("</li>");
     m_concerns->setText(tr("<b>%n concern(s): approval needs a justification.</b>", nullptr, int(concerns.size()))
-        + QStringLiteral("<ul style=\"margin-left: -20px\"><li>") + concerns.join(QStringLiteral("</li><li>")).toHtmlEscaped()
-        + QStringLiteral("</li></ul>"));
+        + QStringLiteral("<ul style=\"margin-left: -20px\">") + items.join(QString()) + QStringLiteral("</ul>"));
 }
 
 QString ReviewPanel::reverificationText(qint64 node) const
