@@ -1,5 +1,7 @@
 #include "views/occupancy_plot.h"
 
+#include "views/plot_legend.h"
+
 #include <qcustomplot.h>
 
 #include <QLabel>
@@ -82,15 +84,7 @@ OccupancyPlot::OccupancyPlot(SessionData* sessionData, Selection* selection, QWi
     m_label->setClipToAxisRect(false);
     m_label->setVisible(false);
     // The legend in a row under the axes: inside them it would cover curves or the label.
-    m_plot->legend->setVisible(true);
-    QFont legendFont = font();
-    legendFont.setPointSizeF(std::max(7.0, legendFont.pointSizeF() - 1));
-    m_plot->legend->setFont(legendFont);
-    m_plot->axisRect()->insetLayout()->take(m_plot->legend);
-    m_plot->plotLayout()->addElement(2, 0, m_plot->legend);
-    m_plot->legend->setFillOrder(QCPLegend::foColumnsFirst);
-    m_plot->legend->setBorderPen(Qt::NoPen);
-    m_plot->plotLayout()->setRowStretchFactor(2, 0.001);
+    placeLegendBelow(m_plot, 2);
 
     connect(m_selection, &Selection::currentChanged, this, &OccupancyPlot::showNode);
     connect(m_data, &SessionData::sessionReset, this, [this] { showNode(m_selection->current()); });

@@ -1,5 +1,7 @@
 #include "views/timing_plot.h"
 
+#include "views/plot_legend.h"
+
 #include <qcustomplot.h>
 
 #include <QLabel>
@@ -90,7 +92,7 @@ TimingPlot::TimingPlot(QWidget* parent)
     m_message->setAlignment(Qt::AlignCenter);
     m_message->setWordWrap(true);
     m_plot = new QCustomPlot(this);
-    m_plot->legend->setVisible(true);
+    placeLegendBelow(m_plot, 1, 3); // under the axes: inside, it hid the slowest samples
     m_plot->xAxis->setLabel(tr("sample (in measurement order)"));
     m_stack = new QStackedWidget(this);
     m_stack->addWidget(m_message);

@@ -89,11 +89,11 @@ Launcher::Launcher(QWidget* parent)
                               "restarts when the search stalls; the knob search mutates (inherit), moves "
                               "towards siblings (compare), both (combine) or starts afresh (restart)"));
     form->addRow(tr("Memory operator"), m_memoryOp);
-    m_warmStart = new QCheckBox(tr("earlier sessions' best kernels"), this);
+    m_warmStart = new QCheckBox(tr("Warm start from earlier runs"), this);
     m_warmStart->setChecked(true);
     m_warmStart->setToolTip(tr("warm start: the best kernels of earlier sessions on this problem, then on its "
                                "family, join the tree after the seeds"));
-    form->addRow(tr("Warm start"), m_warmStart);
+    form->addRow(m_warmStart); // the whole row: beside a label it would widen the form
     m_budget = new QSpinBox(this);
     m_budget->setRange(1, 100000);
     m_budget->setValue(120);
