@@ -334,28 +334,48 @@ CompileOutput HipBackend::compile(const CompileJob& job)
     if (m_nvidia)
         return compileNvidia(job, version);
     const fs::path includeDir = installKernelHeader(m_cacheDir);
+    // hipcc where it can build the architecture, else the clang route (hip_toolchain.h).
+    const hip::Toolchain& tc = toolchains().forArch(m_arch);
+    if (!tc.error.empty()) {
+        out.toolError = tc.error;
+        return out;
+    }
     std::vector<std::string> middle = hipccBaseFlags();
-    middle.push_back("--offload-arch=" + m_arch);
     std::vector<std::string> keyMiddle = middle;
+    middle.insert(middle.end(), tc.flags.begin(), tc.flags.end());
+    keyMiddle.insert(keyMiddle.end(), tc.keyFlags.begin(), tc.keyFlags.end());
     appendJobFlags(job, includeDir.string(), middle, keyMiddle);
     CachedCompile c;
     c.cacheDir = m_cacheDir;
     c.subdir = "hip-so";
-    c.key = core::sha256Hex("hone-hip-compile-1\n" + version + "\n" + m_hipcc + "\n" + join(keyMiddle) + "\n"
-        + core::sha256Hex(embedded::kKernelHeader) + "\n" + job.source);
-    c.compiler = m_hipcc;
+    c.key = core::sha256Hex("hone-hip-compile-2\n" + version + "\n" + tc.identity + "\n" + tc.compiler + "\n"
+        + join(keyMiddle) + "\n" + join(tc.tail) + "\n" + core::sha256Hex(embedded::kKernelHeader) + "\n" + job.source);
+    c.compiler = tc.compiler;
     c.middle = middle;
+    c.tail = tc.tail;
     c.sourceName = hipFileName(job.name);
     c.source = job.source;
     c.timeLimitSeconds = job.timeLimitSeconds;
     c.parseLog = [](CompileOutput& o) { o.messages = parseDiagnostics(o.log); };
     out = runCachedCompile(c);
     if (out.ok)
-        analyze(out, m_arch);
+        analyze(out, m_arch, tc.llvmBinDir);
     return out;
 }
 
-void HipBackend::analyze(CompileOutput& out, const std::string& arch)
+hip::ToolchainSelector& HipBackend::toolchains()
+{
+    if (!m_toolchains)
+        m_toolchains = std::make_unique<hip::ToolchainSelector>(m_cacheDir, m_hipcc, compilerVersion());
+    return *m_toolchains;
+}
+
+std::string HipBackend::clangVersion()
+{
+    return m_hipcc.empty() || m_nvidia ? std::string() : toolchains().clangVersion();
+}
+
+void HipBackend::analyze(CompileOutput& out, const std::string& arch, const std::string& llvmBinDir)
 {
     fs::path dir;
     try {
@@ -364,7 +384,7 @@ void HipBackend::analyze(CompileOutput& out, const std::string& arch)
         if (!ok)
             throw hip::CodeObjectError("cannot read " + out.objectPath);
         const std::string code = hip::extractCodeObject(so, arch);
-        const std::string readelf = hip::findLlvmTool("llvm-readelf");
+        const std::string readelf = hip::findLlvmTool("llvm-readelf", llvmBinDir);
         if (readelf.empty())
             throw hip::CodeObjectError("llvm-readelf not found (apt install llvm-15, or set HONE_LLVM_READELF)");
         fs::create_directories(m_cacheDir / "tmp");
@@ -376,13 +396,19 @@ void HipBackend::analyze(CompileOutput& out, const std::string& arch)
         const ProcessResult notes = runTool({ readelf, "--notes", "code.o" }, dir);
         if (!notes.started || notes.exitCode != 0)
             throw hip::CodeObjectError("llvm-readelf --notes failed on the code object: " + trimRight(notes.error + notes.output));
-        std::vector<hip::KernelResources> kernels = hip::parseMetadataNotes(notes.output);
+        std::string target; // "amdgcn-amd-amdhsa--gfx942", features after a ':'
+        std::vector<hip::KernelResources> kernels = hip::parseMetadataNotes(notes.output, &target);
+        if (const size_t at = target.find("--");
+            !target.empty() && (at == std::string::npos || target.substr(at + 2, target.find(':', at) - at - 2) != arch))
+            throw hip::CodeObjectError("the code object's amdhsa.target is '" + target + "', not " + arch);
         hip::readKernelDescriptors(code, kernels);
         nlohmann::json resources = nlohmann::json::array();
-        for (const auto& k : kernels)
+        for (const auto& k : kernels) {
             resources.push_back(hip::toJson(k, arch, hip::assumedBlockThreads(k)));
+            resources.back()["target"] = target;
+        }
         out.resources = resources;
-        if (const std::string objdump = hip::findLlvmTool("llvm-objdump"); !objdump.empty()) {
+        if (const std::string objdump = hip::findLlvmTool("llvm-objdump", llvmBinDir); !objdump.empty()) {
             const ProcessResult isa = runTool({ objdump, "-d", "--no-show-raw-insn", "code.o" }, dir);
             if (isa.started && isa.exitCode == 0)
                 out.isa = tidyIsa(isa.output);

@@ -2,6 +2,7 @@
 
 #include "device_backend.h"
 #include "hip_runtime.h"
+#include "hip_toolchain.h"
 
 #include <filesystem>
 #include <memory>
@@ -28,6 +29,8 @@ public:
     /// A request's `hip_arch` ("" for the default): empty when accepted (this request's compiles
     /// are for it), else why not (an unknown name, or not the architecture of this host's GPU).
     std::string selectArch(const std::string& arch);
+    /// The clang that builds what hipcc cannot (hip_toolchain.h): its version line, "" when none.
+    std::string clangVersion();
     /// ROCm version ("5.2.21153") from the runtime, else from hipcc; "" when neither says.
     std::string rocmVersion();
 
@@ -64,8 +67,9 @@ public:
     core::Ceilings ceilings(bool force, bool* cached) override;
 
     /// The analysis of a compiled object for `arch`: fills `out.resources` (per kernel; an
-    /// {"error": ...} object when the code object cannot be read) and `out.isa`.
-    void analyze(CompileOutput& out, const std::string& arch);
+    /// {"error": ...} object when the code object cannot be read) and `out.isa`, with the
+    /// llvm-readelf / llvm-objdump of `llvmBinDir` where given (the LLVM that built it).
+    void analyze(CompileOutput& out, const std::string& arch, const std::string& llvmBinDir = {});
 
 private:
     void ensureStream();
@@ -78,7 +82,10 @@ private:
     /// Throws DeviceFault (sticky errors mark the device lost), std::bad_alloc or runtime_error.
     void check(hipError_t code, const char* what);
 
+    hip::ToolchainSelector& toolchains();
+
     std::unique_ptr<hip::Runtime> m_rt;
+    std::unique_ptr<hip::ToolchainSelector> m_toolchains; // made on the first compile
     std::filesystem::path m_cacheDir;
     std::string m_hipcc;
     std::string m_hipccVersion;

@@ -447,13 +447,16 @@ nlohmann::json toJson(const KernelResources& k, const std::string& arch, int blo
     return j;
 }
 
-std::string findLlvmTool(const std::string& tool)
+std::string findLlvmTool(const std::string& tool, const std::string& preferredDir)
 {
     std::string env = "HONE_" + tool;
     for (char& c : env)
         c = c == '-' ? '_' : static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
     if (const char* e = std::getenv(env.c_str()); e && *e)
         return onPath(e);
+    if (const std::string own = preferredDir.empty() ? std::string() : preferredDir + "/" + tool;
+        !own.empty() && ::access(own.c_str(), X_OK) == 0)
+        return own;
     const std::string rocm = "/opt/rocm/llvm/bin/" + tool;
     if (::access(rocm.c_str(), X_OK) == 0)
         return rocm;

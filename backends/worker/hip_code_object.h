@@ -109,10 +109,11 @@ void readKernelDescriptors(const std::string& codeObject, std::vector<KernelReso
 /// (name, mangled, registers, smem_static, stack_bytes), the AMD ones, and occupancy at `block`.
 nlohmann::json toJson(const KernelResources& k, const std::string& arch, int blockThreads);
 
-/// The tools the analysis runs: `$HONE_LLVM_READELF` / `$HONE_LLVM_OBJDUMP`, else ROCm's own
-/// (/opt/rocm/llvm/bin), else llvm-readelf-15 / llvm-objdump-15 and the unversioned names.
-/// Empty when none is found.
-std::string findLlvmTool(const std::string& tool);
+/// The tools the analysis runs: `$HONE_LLVM_READELF` / `$HONE_LLVM_OBJDUMP`, else the one in
+/// `preferredDir` (the bin folder of the LLVM that built the code object, which knows its
+/// target), else ROCm's own (/opt/rocm/llvm/bin), else llvm-readelf-15 / llvm-objdump-15 and the
+/// unversioned names. Empty when none is found.
+std::string findLlvmTool(const std::string& tool, const std::string& preferredDir = {});
 
 /// The kernels' block size for occupancy: `.reqd_workgroup_size` when set, else
 /// `.max_flat_workgroup_size` (`__launch_bounds__`), which is what the compiler allocated for.

@@ -298,6 +298,7 @@ private:
         if (!amd.available())
             msg["hip_unavailable"] = amd.unavailableReason();
         msg["hipcc"] = amd.compilerVersion();
+        msg["hip_clang"] = amd.clangVersion(); // builds the gfx targets hipcc cannot (docs/HIP.md)
         msg["hip_arch"] = amd.arch();
         msg["hip_platform"] = amd.platform(); // "nvidia": HIP on NVIDIA, a test bench (docs/HIP.md)
         msg["rocm"] = amd.rocmVersion();
