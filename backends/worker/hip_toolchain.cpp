@@ -161,10 +161,22 @@ std::string ToolchainSelector::clangPath()
                 if (m_clang = findExecutable(name); !m_clang.empty())
                     break;
         if (!m_clang.empty()) {
-            const ProcessResult r = runProcess({ m_clang, "--version" }, {}, 30);
-            if (r.started && r.exitCode == 0)
-                m_clangVersion = trim(r.output.substr(0, r.output.find('\n')));
-            else
+            // Kept per clang binary under the cache, as hipcc's version is: hello asks for it.
+            const fs::path memo = m_cacheDir
+                / ("hip-clang-version-" + core::sha256Hex(m_clang + "\n" + fileStamp(m_clang)).substr(0, 16) + ".txt");
+            bool known = false;
+            m_clangVersion = trim(readFile(memo, &known));
+            if (!known || m_clangVersion.empty()) {
+                const ProcessResult r = runProcess({ m_clang, "--version" }, {}, 30);
+                m_clangVersion = r.started && r.exitCode == 0 ? trim(r.output.substr(0, r.output.find('\n'))) : "";
+                try {
+                    if (!m_clangVersion.empty())
+                        writeFileAtomically(memo, m_clangVersion + "\n");
+                } catch (const std::exception&) {
+                    // a read-only cache only costs the next worker a --version
+                }
+            }
+            if (m_clangVersion.empty())
                 m_clang.clear();
         }
     }
