@@ -429,6 +429,10 @@ std::unique_ptr<LoadedKernel> RunnerBackend::load(const CompileOutput& object, s
     if (!sandbox.enabled && !sandbox.optedOut)
         throw std::runtime_error("no sandbox for candidate code: " + sandbox.reason
             + "; install bubblewrap, or pass --no-sandbox (HONE_NO_SANDBOX=1) to run candidates unsandboxed");
+    // The judge's own context comes first (it holds every buffer): made here, or the reason
+    // this device cannot run candidates, before any runner starts.
+    if (onDevice())
+        (void)m_inner.stream();
     const std::vector<std::string> argv = runnerCommand(object.objectPath);
 
     int sv[2];
