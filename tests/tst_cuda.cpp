@@ -15,6 +15,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -452,6 +453,81 @@ TEST(CudaGpu, SearchFindsAFasterKernel)
     ASSERT_TRUE(report.best.has_value()) << report.stopReason;
     EXPECT_GT(report.bestSpeedup, 1.2) << report.bestSource << " " << core::knobsToString(report.bestKnobs);
     EXPECT_NE(report.device.find("cuda"), std::string::npos) << report.device;
+}
+
+// Containment of CUDA candidates (docs/THREAT_MODEL.md): each runs in a GPU runner process,
+// sandboxed, holding a context of its own and only the buffers of its calls. Each kernel below
+// did its harm when CUDA candidates ran inside the worker's process (HONE_CUDA_IN_PROCESS=1).
+
+static fs::path contained(const char* name)
+{
+    return dataDir() / "cuda_contained" / name;
+}
+
+static bool sandboxed()
+{
+    return hello().contains("sandbox") && hello()["sandbox"].value("enabled", false);
+}
+
+TEST(CudaGpu, CandidateFindsNoneOfTheWorkersMemory)
+{
+    if (!haveGpu())
+        GTEST_SKIP() << noGpuReason();
+    // It writes zeros (wrong_result) when its address space holds the eval request's text.
+    const nlohmann::json r = evaluate(request(contained("read_judge.cu")));
+    EXPECT_EQ(r.value("status", std::string()), "ok") << failureKind(r) << ": " << failureMessage(r);
+}
+
+TEST(CudaGpu, PatchedEventTimerIsSuspicious)
+{
+    if (!haveGpu())
+        GTEST_SKIP() << noGpuReason();
+    // Its process's cuEventElapsedTime reports a twentieth of its ~5 ms calls; the worker's
+    // own clock sees the whole call.
+    const nlohmann::json r = evaluate(request(contained("patch_event_timer.cu")));
+    EXPECT_EQ(failureKind(r), "suspicious") << failureMessage(r);
+    EXPECT_NE(failureMessage(r).find("clock"), std::string::npos) << failureMessage(r);
+    EXPECT_FALSE(r.contains("timing") && r["timing"].contains("speedup") && r["timing"]["speedup"].get<double>() > 2)
+        << r["timing"].dump();
+}
+
+TEST(CudaGpu, CandidateCannotWriteTheCache)
+{
+    if (!haveGpu())
+        GTEST_SKIP() << noGpuReason();
+    if (!sandboxed())
+        GTEST_SKIP() << "the sandbox is off here: " << hello()["sandbox"].dump();
+    fs::remove("/tmp/pwned-by-candidate");
+    const nlohmann::json r = evaluate(request(contained("write_cache.cu")));
+    EXPECT_EQ(r.value("status", std::string()), "ok") << failureKind(r) << ": " << failureMessage(r);
+    int objects = 0;
+    for (const auto& e : fs::recursive_directory_iterator(scratch() / "cache")) {
+        EXPECT_EQ(e.path().filename().string().find("pwned"), std::string::npos) << e.path();
+        if (e.is_regular_file() && e.path().extension() == ".so") {
+            ++objects;
+            std::ifstream in(e.path(), std::ios::binary);
+            std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+            EXPECT_FALSE(bytes.size() >= 5 && bytes.compare(bytes.size() - 5, 5, "pwned") == 0) << e.path();
+        }
+    }
+    EXPECT_GT(objects, 0) << "the compiled objects should be in " << (scratch() / "cache");
+    EXPECT_FALSE(fs::exists("/tmp/pwned-by-candidate"));
+}
+
+TEST(CudaGpu, ForgedProtocolLinesAreNotAdopted)
+{
+    if (!haveGpu())
+        GTEST_SKIP() << noGpuReason();
+    // A forged "ok, 1000x" line on every pipe it inherited. In the worker's process it reached
+    // the engine (protocol_error); from a runner it reaches only the worker's stderr.
+    const nlohmann::json r = evaluate(request(contained("forge_protocol.cu")));
+    EXPECT_NE(failureKind(r), "protocol_error") << failureMessage(r);
+    ASSERT_EQ(r.value("status", std::string()), "ok") << failureKind(r) << ": " << failureMessage(r);
+    // The device clock check's numbers, for the record (docs/THREAT_MODEL.md).
+    std::printf("forge_protocol.cu timing.method: %s\n", r["timing"]["method"].dump().c_str());
+    EXPECT_EQ(r["checks"].size(), 3u * 3u + 1u) << r.dump().substr(0, 2000);
+    EXPECT_GT(r["timing"]["median_ns"].get<double>(), 1000.0) << r["timing"].dump();
+    EXPECT_LT(r["timing"]["speedup"].get<double>(), 100.0) << r["timing"].dump();
 }
 
 // All skipped (no GPU for the gpu label) reads as "skipped" in CTest, not as a pass.

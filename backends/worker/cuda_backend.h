@@ -5,6 +5,7 @@
 #include <cuda.h>
 
 #include <filesystem>
+#include <map>
 #include <memory>
 #include <optional>
 
@@ -51,6 +52,12 @@ public:
     void upload(void* device, const void* host, size_t bytes) override;
     void download(void* host, const void* device, size_t bytes) override;
     void* stream() override;
+    // cuda_shared_memory.cpp: driver allocations exported as POSIX file descriptors, so that a
+    // runner process maps the judge's buffers into its own context (docs/THREAT_MODEL.md).
+    void* allocateShared(size_t bytes, int& fd) override;
+    void releaseShared(void* p) noexcept override;
+    void* importShared(int fd, size_t bytes) override;
+    void releaseImported(void* p) noexcept override;
 
     double timedRun(LoadedKernel& kernel, const hone_args& args, int& rc) override;
     void flushCaches(const std::vector<MemRegion>& workingSet) override;
@@ -126,6 +133,12 @@ private:
     int m_delayedRuns = 0;
     int m_exposedLaunches = 0;
     std::optional<core::Ceilings> m_ceilings;
+    struct SharedMapping {
+        size_t bytes = 0; // mapped, a multiple of the allocation granularity
+        unsigned long long handle = 0; // CUmemGenericAllocationHandle
+    };
+    /// Mappings made by allocateShared and importShared, by device address.
+    std::map<CUdeviceptr, SharedMapping> m_shared;
 };
 
 } // namespace hone::backends

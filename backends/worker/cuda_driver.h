@@ -56,7 +56,17 @@ namespace hone::backends::cuda {
     X(cuFuncGetAttribute)                                                                          \
     X(cuFuncGetName)                                                                               \
     X(cuKernelGetFunction)                                                                         \
-    X(cuOccupancyMaxActiveBlocksPerMultiprocessor)
+    X(cuOccupancyMaxActiveBlocksPerMultiprocessor)                                                \
+    X(cuMemCreate)                                                                                 \
+    X(cuMemRelease)                                                                                \
+    X(cuMemAddressReserve)                                                                         \
+    X(cuMemAddressFree)                                                                            \
+    X(cuMemMap)                                                                                    \
+    X(cuMemUnmap)                                                                                  \
+    X(cuMemSetAccess)                                                                              \
+    X(cuMemGetAllocationGranularity)                                                               \
+    X(cuMemExportToShareableHandle)                                                                \
+    X(cuMemImportFromShareableHandle)
 
 /// A driver call failed; `code` is the CUresult. `sticky` errors (illegal address, trap,
 /// launch failure...) leave the context unusable: the worker must exit after reporting.

@@ -94,6 +94,25 @@ public:
     /// Passed to hone_run as `stream`; null on the CPU.
     virtual void* stream() = 0;
 
+    /// Device memory another process (a runner) can map: `fd` gets a descriptor of it that the
+    /// caller owns and passes on. Throws std::bad_alloc when there is not enough, and
+    /// std::runtime_error where this device cannot share memory between processes.
+    virtual void* allocateShared(size_t bytes, int& fd)
+    {
+        (void)bytes;
+        fd = -1;
+        throw std::runtime_error(kind() + " memory cannot be shared with another process");
+    }
+    virtual void releaseShared(void* p) noexcept { (void)p; }
+    /// In a runner: maps memory that allocateShared made in another process (`fd` is consumed).
+    virtual void* importShared(int fd, size_t bytes)
+    {
+        (void)fd;
+        (void)bytes;
+        throw std::runtime_error(kind() + " memory cannot be shared with another process");
+    }
+    virtual void releaseImported(void* p) noexcept { (void)p; }
+
     /// Runs once and returns the wall time in ns until the whole device is idle again (so
     /// work on side streams counts). `rc` gets hone_run's return value.
     virtual double timedRun(LoadedKernel& kernel, const hone_args& args, int& rc) = 0;

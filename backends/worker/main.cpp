@@ -92,6 +92,14 @@ std::filesystem::path defaultCacheDir()
     return std::filesystem::temp_directory_path() / "hone-cache";
 }
 
+/// HONE_CUDA_IN_PROCESS=1: CUDA candidates run in the worker's own process and context, the way
+/// they did before GPU runners (no containment of their code; for comparison and fallback).
+bool cudaInProcess()
+{
+    const char* v = std::getenv("HONE_CUDA_IN_PROCESS");
+    return v && std::string(v) == "1";
+}
+
 /// Serves requests until end of input or `shutdown`.
 class Worker {
 public:
@@ -104,7 +112,10 @@ public:
         , m_evaluator(m_runners, m_runners, channel)
 #ifdef HONE_WITH_CUDA
         , m_cuda(cacheDir)
-        , m_cudaEvaluator(m_cuda, m_runners, channel)
+        , m_cudaRunners(m_cuda, backends::RunnerBackend::Memory::Device)
+        , m_cudaEvaluator(cudaInProcess() ? static_cast<backends::DeviceBackend&>(m_cuda)
+                                          : static_cast<backends::DeviceBackend&>(m_cudaRunners),
+              m_runners, channel)
 #endif
 #ifdef HONE_WITH_HIP
         , m_cacheDir(cacheDir)
@@ -207,7 +218,9 @@ private:
         if (lang == "cuda") {
 #ifdef HONE_WITH_CUDA
             nlohmann::json result = m_cudaEvaluator.evaluate(request);
-            const bool lost = m_cuda.deviceLost();
+            // A runner's fault leaves the worker's own context usable (seen on an H100), but the
+            // worker restarts all the same, as it did when candidates faulted in its context.
+            const bool lost = m_cuda.deviceLost() || (!cudaInProcess() && m_cudaRunners.deviceLost());
             if (lost)
                 result["device_lost"] = true;
             m_channel.send(result);
@@ -363,6 +376,9 @@ private:
     backends::Evaluator m_evaluator;
 #ifdef HONE_WITH_CUDA
     backends::CudaBackend m_cuda;
+    // CUDA candidates run in GPU runner processes, the judge keeping its own context
+    // (HONE_CUDA_IN_PROCESS=1: in this process, as before the split; docs/THREAT_MODEL.md).
+    backends::RunnerBackend m_cudaRunners;
     backends::Evaluator m_cudaEvaluator;
 #endif
 #ifdef HONE_WITH_HIP
@@ -398,6 +414,25 @@ int runProfileOnce(const std::string&, const std::filesystem::path&)
 
 } // namespace
 
+/// `hone-worker --runner FD cuda`: a GPU runner, owning a context of its own. Its CUDA backend
+/// never compiles, calibrates or takes a lock, so it is given no cache.
+static int runDeviceRunner(int sock, const std::string& kind)
+{
+    (void)sock;
+#ifdef HONE_WITH_CUDA
+    if (kind == "cuda") {
+        backends::CudaBackend cuda(std::filesystem::path("/nonexistent/hone-runner-has-no-cache"));
+        if (!cuda.available()) {
+            std::fprintf(stderr, "hone-worker --runner: %s\n", cuda.unavailableReason().c_str());
+            return 3;
+        }
+        return backends::runner::runnerMain(sock, &cuda);
+    }
+#endif
+    std::fprintf(stderr, "hone-worker --runner: no '%s' runners in this build\n", kind.c_str());
+    return 2;
+}
+
 #if defined(__SANITIZE_ADDRESS__)
 // AddressSanitizer builds (the `asan` preset): a candidate's crash must end its runner on the
 // signal, as in a release build (the judge reports "crash" with the signal's name), not in
@@ -415,6 +450,8 @@ int main(int argc, char** argv)
     std::filesystem::path cacheDir;
     if (argc == 3 && std::string(argv[1]) == "--runner")
         return backends::runner::runnerMain(std::atoi(argv[2]));
+    if (argc == 4 && std::string(argv[1]) == "--runner")
+        return runDeviceRunner(std::atoi(argv[2]), argv[3]);
     for (int i = 1; i < argc; ++i) {
         const std::string arg = argv[i];
         if (arg == "--version") {

@@ -1,5 +1,6 @@
 #include "runner_backend.h"
 
+#include "runner_clock.h"
 #include "runner_wire.h"
 
 #include "core/protocol.h"
@@ -154,6 +155,8 @@ public:
     ~RunnerKernel() override
     {
         m_backend.m_kernels.erase(this);
+        if (m_backend.m_lastTimed == this)
+            m_backend.m_lastTimed = nullptr;
         ::close(m_sock);
         if (m_pid > 0) {
             ::kill(m_pid, SIGKILL);
@@ -165,6 +168,38 @@ public:
     int run(const hone_args& args) override { return call(args, false).rc; }
 
     Reply call(const hone_args& args, bool timed)
+    {
+        const std::vector<char> payload = encode(args);
+        std::string message;
+        // On a GPU the runner's main thread spins or sleeps in the driver: its CPU time bounds
+        // nothing there, the judge's wall clock does (deviceClockDisagreement).
+        const bool countCpu = timed && !m_backend.onDevice();
+        const double cpuBefore = countCpu ? mainThreadCpuNs(m_runnerPid) : -1;
+        const auto start = Clock::now();
+        const Reply rep = exchange(Request { Op::Run, 0, 0, timed ? 1u : 0u, 0 }, payload, -1, message);
+        const double wall = std::chrono::duration<double, std::nano>(Clock::now() - start).count();
+        const double cpuAfter = countCpu ? mainThreadCpuNs(m_runnerPid) : -1;
+        failOn(rep, message);
+        if (timed) {
+            m_timed.push_back({ rep.ns, wall, cpuBefore >= 0 && cpuAfter >= 0 ? cpuAfter - cpuBefore : -1 });
+            m_backend.m_lastDisturbed = (rep.flags & runner::kDisturbed) != 0;
+        }
+        return rep;
+    }
+
+    /// A GPU runner's answer to `op` (its launch profile of `args`, or how it times) as JSON.
+    nlohmann::json ask(Op op, const hone_args* args)
+    {
+        std::string message;
+        const Reply rep = exchange(Request { op, 0, 0, 0, 0 }, args ? encode(*args) : std::vector<char>(), -1, message);
+        failOn(rep, message);
+        nlohmann::json j = nlohmann::json::parse(message, nullptr, false);
+        if (j.is_discarded() || !j.is_object())
+            return { { "error", "the runner's answer is not a JSON object" } };
+        return j;
+    }
+
+    std::vector<char> encode(const hone_args& args)
     {
         runner::EncodedCall call;
         auto encode = [&](const hone_tensor* ts, int32_t n, std::vector<runner::EncodedTensor>& out) {
@@ -193,19 +228,21 @@ public:
             call.workspaceOffset = offset;
             call.workspaceBytes = args.workspace_bytes;
         }
-        std::string message;
-        const double cpuBefore = timed ? mainThreadCpuNs(m_runnerPid) : -1;
-        const auto start = Clock::now();
-        const Reply rep = exchange(Request { Op::Run, 0, 0, timed ? 1u : 0u, 0 }, runner::encodeCall(call), -1, message);
-        const double wall = std::chrono::duration<double, std::nano>(Clock::now() - start).count();
-        const double cpuAfter = timed ? mainThreadCpuNs(m_runnerPid) : -1;
+        return runner::encodeCall(call);
+    }
+
+    void failOn(const Reply& rep, const std::string& message)
+    {
         if (rep.status == Status::OutOfMemory)
             throw std::bad_alloc();
+        if (rep.status == Status::DeviceFault) {
+            // The runner's context is gone; the judge's is not, but the worker restarts all
+            // the same, as it always has after a GPU fault.
+            m_backend.m_lost = true;
+            throw DeviceFault(message);
+        }
         if (rep.status != Status::Ok)
             throw std::runtime_error(message);
-        if (timed)
-            m_timed.push_back({ rep.ns, wall, cpuBefore >= 0 && cpuAfter >= 0 ? cpuAfter - cpuBefore : -1 });
-        return rep;
     }
 
     Reply exchange(Request req, const std::vector<char>& payload, int fd, std::string& message)
@@ -225,14 +262,22 @@ public:
         bool answered = false;
         try {
             runner::sendPacket(m_sock, &req, sizeof req, payload, fd);
+        } catch (const std::runtime_error&) {
+            died();
+        }
+        try {
             answered = runner::receivePacket(m_sock, &rep, sizeof rep, text);
         } catch (const std::runtime_error&) {
-            answered = false;
+            // A packet that is no reply at all (shorter than one, truncated): the runner's own
+            // code never sends one, so someone else in its process did.
+            forged("its process answered with a malformed message");
         }
         if (!answered)
             died();
-        if (rep.nonce != req.nonce || static_cast<uint32_t>(rep.status) > static_cast<uint32_t>(Status::OutOfMemory)
-            || text.size() > 64 * 1024)
+        // A launch profile lists every launch of a call; every other answer is short.
+        const size_t maxText = req.op == Op::LaunchProfile ? runner::kMaxPacket : 64 * 1024;
+        if (rep.nonce != req.nonce || static_cast<uint32_t>(rep.status) > static_cast<uint32_t>(Status::DeviceFault)
+            || text.size() > maxText)
             forged("its process answered with a message that is not the reply to this request");
         message.assign(text.begin(), text.end());
         return rep;
@@ -256,37 +301,9 @@ public:
         }
     }
 
-    /// The runner's clock against one it cannot touch: the CPU time the kernel charged to the
-    /// runner's main thread while it served the timed calls. That thread runs hone_run (it
-    /// takes part in any OpenMP team), so an honest report is at least its CPU time; a clock
-    /// patched inside the runner reports less than the thread demonstrably computed. Wall time
-    /// seen from here is no bound on a loaded host (scheduling delays), CPU time is.
-    std::string clockDisagreement() const
-    {
-        if (m_timed.size() < 3)
-            return {};
-        double reported = 0, cpu = 0;
-        for (const auto& t : m_timed) {
-            if (t.reported > t.wall * 1.01 + 2000)
-                return "the candidate's process reported " + std::to_string(t.reported / 1e3)
-                    + " us for a call that took " + std::to_string(t.wall / 1e3) + " us from request to reply";
-            if (t.cpu < 0)
-                return {}; // no CPU accounting on this host: the check cannot be made
-            reported += t.reported;
-            cpu += t.cpu;
-        }
-        const double n = static_cast<double>(m_timed.size());
-        // Per call, the runner's own work around hone_run (a packet in, one out) is a few us.
-        const double allowed = 1.5 * reported + n * 100e3;
-        if (cpu <= allowed)
-            return {};
-        char msg[360];
-        std::snprintf(msg, sizeof msg,
-            "the candidate's clock disagrees with the CPU time it used: its process reported %.1f us per call, "
-            "but its main thread computed for %.1f us per call (at most %.1f us allowed)",
-            reported / n / 1e3, cpu / n / 1e3, allowed / n / 1e3);
-        return msg;
-    }
+    std::string clockDisagreement() const { return cpuClockDisagreement(m_timed); }
+    std::string deviceClockDisagreement() const { return backends::deviceClockDisagreement(m_timed); }
+    nlohmann::json deviceClockStats() const { return backends::deviceClockStats(m_timed); }
 
     void locateRunner(bool sandboxed) { m_runnerPid = findRunner(m_pid, sandboxed); }
 
@@ -342,26 +359,67 @@ private:
     std::string m_forgedMessage;
     std::mt19937_64 m_rng { std::random_device {}() };
     std::set<uint64_t> m_mapped;
-    struct TimedCall {
-        double reported; // the runner's clock
-        double wall;     // the judge's clock, request to reply
-        double cpu;      // CPU time the kernel charged to the runner's main thread; -1 unknown
-    };
-    std::vector<TimedCall> m_timed;
+    std::vector<RunnerTimedCall> m_timed;
     pid_t m_runnerPid = -1;
 };
 
-RunnerBackend::RunnerBackend(DeviceBackend& inner)
+RunnerBackend::RunnerBackend(DeviceBackend& inner, Memory memory)
     : m_inner(inner)
+    , m_memory(memory)
 {
 }
 
 RunnerBackend::~RunnerBackend()
 {
     for (auto& [base, buf] : m_buffers) {
-        ::munmap(reinterpret_cast<void*>(base), std::max<size_t>(buf.bytes, 1));
+        if (onDevice())
+            m_inner.releaseShared(reinterpret_cast<void*>(base));
+        else
+            ::munmap(reinterpret_cast<void*>(base), std::max<size_t>(buf.bytes, 1));
         ::close(buf.fd);
     }
+}
+
+std::vector<std::string> RunnerBackend::runnerCommand(const std::string& objectPath) const
+{
+    const SandboxInfo& sandbox = sandboxInfo();
+    const std::string exe = selfExe();
+    std::vector<std::string> argv;
+    if (sandbox.enabled) {
+        std::vector<std::pair<std::string, std::string>> env = { { "PATH", "/usr/bin:/bin" } };
+        for (const char* var : { "OMP_NUM_THREADS", "OMP_PROC_BIND", "OMP_PLACES", "OMP_WAIT_POLICY" })
+            if (const char* v = std::getenv(var))
+                env.emplace_back(var, v);
+        // A GPU runner must open the judge's GPU: the same selection, and the driver's
+        // libraries where the loader is told to look for them.
+        if (onDevice())
+            for (const char* var : { "LD_LIBRARY_PATH", "CUDA_VISIBLE_DEVICES", "CUDA_DEVICE_ORDER", "HONE_CUDA_DEVICE" })
+                if (const char* v = std::getenv(var))
+                    env.emplace_back(var, v);
+        argv = sandboxCommand(sandbox.bwrap, env, 64ull << 20);
+        const std::filesystem::path exeDir = std::filesystem::path(exe).parent_path();
+        argv.insert(argv.end(), { "--ro-bind", exeDir.string(), exeDir.string() });
+        argv.insert(argv.end(), { "--ro-bind-try", (exeDir.parent_path() / "lib").string(), (exeDir.parent_path() / "lib").string() });
+        argv.insert(argv.end(), { "--ro-bind", objectPath, objectPath });
+        if (onDevice()) {
+            // The driver's device nodes (nvidiactl, nvidia-uvm, nvidiaN, nvidia-caps) and the
+            // PCI topology it reads, as for the PyTorch baseline on a GPU (torch_reference.cpp);
+            // nothing else of /dev or /sys.
+            std::error_code ec;
+            for (const auto& e : std::filesystem::directory_iterator("/dev", ec))
+                if (e.path().filename().string().rfind("nvidia", 0) == 0)
+                    argv.insert(argv.end(), { "--dev-bind", e.path().string(), e.path().string() });
+            for (const char* dir : { "/sys/bus/pci", "/sys/devices", "/sys/module/nvidia" })
+                argv.insert(argv.end(), { "--ro-bind-try", dir, dir });
+            // The toolkit's libraries (libcublasLt) are reached through an rpath into
+            // /usr/local/cuda, which Debian and NVIDIA's images link through /etc/alternatives.
+            argv.insert(argv.end(), { "--ro-bind-try", "/etc/alternatives", "/etc/alternatives" });
+        }
+    }
+    argv.insert(argv.end(), { exe, "--runner", "3" });
+    if (onDevice())
+        argv.push_back(m_inner.kind());
+    return argv;
 }
 
 std::unique_ptr<LoadedKernel> RunnerBackend::load(const CompileOutput& object, std::string& error, bool& missingEntry)
@@ -371,20 +429,11 @@ std::unique_ptr<LoadedKernel> RunnerBackend::load(const CompileOutput& object, s
     if (!sandbox.enabled && !sandbox.optedOut)
         throw std::runtime_error("no sandbox for candidate code: " + sandbox.reason
             + "; install bubblewrap, or pass --no-sandbox (HONE_NO_SANDBOX=1) to run candidates unsandboxed");
-    const std::string exe = selfExe();
-    std::vector<std::string> argv;
-    if (sandbox.enabled) {
-        std::vector<std::pair<std::string, std::string>> env = { { "PATH", "/usr/bin:/bin" } };
-        for (const char* var : { "OMP_NUM_THREADS", "OMP_PROC_BIND", "OMP_PLACES", "OMP_WAIT_POLICY" })
-            if (const char* v = std::getenv(var))
-                env.emplace_back(var, v);
-        argv = sandboxCommand(sandbox.bwrap, env, 64ull << 20);
-        const std::filesystem::path exeDir = std::filesystem::path(exe).parent_path();
-        argv.insert(argv.end(), { "--ro-bind", exeDir.string(), exeDir.string() });
-        argv.insert(argv.end(), { "--ro-bind-try", (exeDir.parent_path() / "lib").string(), (exeDir.parent_path() / "lib").string() });
-        argv.insert(argv.end(), { "--ro-bind", object.objectPath, object.objectPath });
-    }
-    argv.insert(argv.end(), { exe, "--runner", "3" });
+    // The judge's own context comes first (it holds every buffer): made here, or the reason
+    // this device cannot run candidates, before any runner starts.
+    if (onDevice())
+        (void)m_inner.stream();
+    const std::vector<std::string> argv = runnerCommand(object.objectPath);
 
     int sv[2];
     if (::socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) != 0)
@@ -435,6 +484,12 @@ std::pair<const RunnerBackend::Buffer*, uint64_t> RunnerBackend::locate(const vo
 
 void* RunnerBackend::allocate(size_t bytes)
 {
+    if (onDevice()) {
+        int fd = -1;
+        void* p = m_inner.allocateShared(bytes, fd);
+        m_buffers[reinterpret_cast<uintptr_t>(p)] = Buffer { m_nextId++, bytes, fd };
+        return p;
+    }
     const int fd = ::memfd_create("hone-buffer", MFD_CLOEXEC);
     if (fd < 0)
         throw std::bad_alloc();
@@ -459,19 +514,76 @@ void RunnerBackend::release(void* p) noexcept
         return;
     for (RunnerKernel* k : m_kernels)
         k->forget(it->second.id);
-    ::munmap(p, std::max<size_t>(it->second.bytes, 1));
+    if (onDevice())
+        m_inner.releaseShared(p);
+    else
+        ::munmap(p, std::max<size_t>(it->second.bytes, 1));
     ::close(it->second.fd);
     m_buffers.erase(it);
 }
 
 void RunnerBackend::upload(void* device, const void* host, size_t bytes)
 {
-    std::memcpy(device, host, bytes);
+    if (onDevice())
+        m_inner.upload(device, host, bytes); // in the judge's own context: the runner has no say
+    else
+        std::memcpy(device, host, bytes);
 }
 
 void RunnerBackend::download(void* host, const void* device, size_t bytes)
 {
-    std::memcpy(host, device, bytes);
+    if (onDevice())
+        m_inner.download(host, device, bytes);
+    else
+        std::memcpy(host, device, bytes);
+}
+
+void* RunnerBackend::workspace(size_t& bytes)
+{
+    if (!onDevice())
+        return DeviceBackend::workspace(bytes);
+    // The device backend's size, but memory the runners can map.
+    size_t innerBytes = 0;
+    m_inner.workspace(innerBytes);
+    if (!m_workspace && innerBytes)
+        m_workspace = allocate(innerBytes);
+    bytes = m_workspace ? innerBytes : 0;
+    return m_workspace;
+}
+
+void RunnerBackend::flushCaches(const std::vector<MemRegion>& workingSet)
+{
+    m_inner.flushCaches(workingSet);
+    // On a GPU the flush runs in the judge's context, finished before the runner is asked to
+    // start: the runner cannot skip it.
+    if (onDevice())
+        m_inner.synchronize();
+}
+
+void RunnerBackend::synchronize()
+{
+    // A runner finishes its call's device work before it replies; this is the judge's own.
+    if (onDevice())
+        m_inner.synchronize();
+}
+
+bool RunnerBackend::deviceLost() const
+{
+    return m_lost || (onDevice() && m_inner.deviceLost());
+}
+
+nlohmann::json RunnerBackend::launchProfile(LoadedKernel& kernel, const hone_args& args)
+{
+    if (!onDevice())
+        return nullptr;
+    // Captured in the runner, whose context ran the launches: what it reports is the
+    // candidate's own account, shown as occupancy and never used for a verdict.
+    return static_cast<RunnerKernel&>(kernel).ask(Op::LaunchProfile, &args);
+}
+
+nlohmann::json RunnerBackend::profile(const nlohmann::json& request)
+{
+    return onDevice() ? m_inner.profile(request) : nullptr;
 }
 
 double RunnerBackend::timedRun(LoadedKernel& kernel, const hone_args& args, int& rc)
@@ -484,15 +596,32 @@ double RunnerBackend::timedRun(LoadedKernel& kernel, const hone_args& args, int&
 std::string RunnerBackend::clockDisagreement(LoadedKernel& kernel)
 {
     auto& k = static_cast<RunnerKernel&>(kernel);
+    m_lastTimed = &k; // the candidate: timingInfo() reports how its runner timed
     if (k.unsolicited())
         throw RunnerForged("its process sent a message nobody asked for: forged or out of step; the candidate's "
                            "calls cannot be trusted");
-    return k.clockDisagreement();
+    return onDevice() ? k.deviceClockDisagreement() : k.clockDisagreement();
 }
 
 nlohmann::json RunnerBackend::timingInfo()
 {
-    nlohmann::json info = m_inner.timingInfo();
+    nlohmann::json info;
+    if (onDevice()) {
+        // How the runner timed (its delay kernel, its synchronize overhead): the last timed
+        // kernel's account; the judge's own clock check stands beside it.
+        if (m_lastTimed) {
+            try {
+                info = m_lastTimed->ask(Op::TimingInfo, nullptr);
+            } catch (const std::exception& e) {
+                info = { { "error", std::string("the runner cannot say how it timed: ") + e.what() } };
+            }
+        }
+        info["clock_check"] = deviceClockBound();
+        if (m_lastTimed)
+            info["clock_check_calls"] = m_lastTimed->deviceClockStats();
+    } else {
+        info = m_inner.timingInfo();
+    }
     if (info.is_null())
         info = nlohmann::json::object();
     info["runner"] = "own process per kernel; its clock is checked against the worker's";

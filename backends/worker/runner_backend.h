@@ -5,6 +5,7 @@
 
 #include <map>
 #include <set>
+#include <vector>
 #include <string>
 
 /// Split trust on the CPU: the worker (the judge) compiles, generates inputs, compares outputs
@@ -13,14 +14,23 @@
 /// Buffers are shared memory (one memfd each) that the judge maps too; a runner maps only the
 /// buffers of the calls it is asked to make, so the candidate never sees the reference's outputs,
 /// the baseline's inputs or anything else of the judge.
+///
+/// On a GPU (`Memory::Device`) the same split holds: each runner owns a context of its own on
+/// the device and maps, by file descriptor, only the device buffers of its calls, which the
+/// judge allocates in its own context, poisons, fills and reads itself. The runner times a call
+/// with the device's events; the judge bounds that report by its own clock (clockDisagreement).
 namespace hone::backends {
 
 class RunnerKernel;
 
 class RunnerBackend final : public DeviceBackend {
 public:
+    /// Where call buffers live: shared host memory (memfd), or `inner`'s device memory
+    /// exported to the runners (DeviceBackend::allocateShared).
+    enum class Memory { Host, Device };
+
     /// `inner` compiles, calibrates and flushes caches; runners see nothing of its cache.
-    explicit RunnerBackend(DeviceBackend& inner);
+    explicit RunnerBackend(DeviceBackend& inner, Memory memory = Memory::Host);
     ~RunnerBackend() override;
 
     std::string kind() const override { return m_inner.kind(); }
@@ -38,9 +48,15 @@ public:
     void upload(void* device, const void* host, size_t bytes) override;
     void download(void* host, const void* device, size_t bytes) override;
     void* stream() override { return nullptr; }
+    void* workspace(size_t& bytes) override;
+    void synchronize() override;
+    bool deviceLost() const override;
+    bool lastRunDisturbed() const override { return m_lastDisturbed; }
+    nlohmann::json launchProfile(LoadedKernel& kernel, const hone_args& args) override;
+    nlohmann::json profile(const nlohmann::json& request) override;
 
     double timedRun(LoadedKernel& kernel, const hone_args& args, int& rc) override;
-    void flushCaches(const std::vector<MemRegion>& workingSet) override { m_inner.flushCaches(workingSet); }
+    void flushCaches(const std::vector<MemRegion>& workingSet) override;
     std::unique_ptr<TimingLock> lockForTiming() override { return m_inner.lockForTiming(); }
     std::unique_ptr<TimingLock> lockForUse(const std::function<void()>& onWait = {}) override
     {
@@ -49,7 +65,7 @@ public:
     nlohmann::json timingInfo() override;
     core::Ceilings ceilings(bool force, bool* cached) override { return m_inner.ceilings(force, cached); }
     std::string clockDisagreement(LoadedKernel& kernel) override;
-    bool verifiesEveryTimedCall() const override { return true; }
+    bool verifiesEveryTimedCall() const override { return m_memory == Memory::Host; }
 
 private:
     friend class RunnerKernel;
@@ -61,10 +77,19 @@ private:
     /// The buffer holding `p` and p's offset in it; throws where `p` is not a runner buffer.
     std::pair<const Buffer*, uint64_t> locate(const void* p) const;
 
+    bool onDevice() const { return m_memory == Memory::Device; }
+    /// The runner's command line: `hone-worker --runner 3 [cuda]`, in the sandbox where enabled.
+    std::vector<std::string> runnerCommand(const std::string& objectPath) const;
+
     DeviceBackend& m_inner;
+    Memory m_memory;
     std::map<uintptr_t, Buffer> m_buffers; // by base address in the judge
     uint64_t m_nextId = 1;
     std::set<RunnerKernel*> m_kernels;
+    RunnerKernel* m_lastTimed = nullptr; // the candidate of the last clock check: timingInfo() asks it
+    void* m_workspace = nullptr; // device runners: scratch shared by the calls (hone_args.workspace)
+    bool m_lastDisturbed = false;
+    bool m_lost = false; // a runner's device context faulted
 };
 
 } // namespace hone::backends

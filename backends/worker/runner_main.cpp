@@ -3,6 +3,8 @@
 // and answers one packet at a time on its socket.
 #include "runner_wire.h"
 
+#include "device_backend.h"
+
 #include <dlfcn.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
@@ -14,6 +16,7 @@
 #include <cstring>
 #include <exception>
 #include <map>
+#include <memory>
 #include <new>
 
 namespace hone::backends::runner {
@@ -97,8 +100,9 @@ struct Mapping {
 
 class Runner {
 public:
-    explicit Runner(int sock)
+    Runner(int sock, DeviceBackend* device)
         : m_sock(sock)
+        , m_device(device)
     {
     }
 
@@ -115,10 +119,13 @@ public:
                 std::fprintf(stderr, "hone-worker --runner: %s\n", e.what());
                 return 3;
             }
-            Reply rep { Status::Ok, 0, 0, req.nonce };
+            Reply rep { Status::Ok, 0, 0, req.nonce, 0, 0 };
             std::string message;
             try {
                 handle(req, payload, fd, rep, message);
+            } catch (const DeviceFault& e) {
+                rep.status = Status::DeviceFault;
+                message = e.what();
             } catch (const std::bad_alloc&) {
                 rep.status = Status::OutOfMemory;
                 message = "std::bad_alloc";
@@ -140,6 +147,8 @@ public:
 private:
     void handle(const Request& req, const std::vector<char>& payload, int fd, Reply& rep, std::string& message)
     {
+        if (m_device)
+            return handleOnDevice(req, payload, fd, rep, message);
         switch (req.op) {
         case Op::Load: {
             const std::string path(payload.begin(), payload.end());
@@ -177,6 +186,60 @@ private:
         case Op::Run:
             run(req, payload, rep);
             return;
+        case Op::LaunchProfile:
+        case Op::TimingInfo:
+            break;
+        }
+        throw std::runtime_error("unknown runner op " + std::to_string(static_cast<uint32_t>(req.op)));
+    }
+
+    /// A GPU runner: the device backend in this process owns the context, loads the object,
+    /// maps the judge's buffers and times the calls.
+    void handleOnDevice(const Request& req, const std::vector<char>& payload, int fd, Reply& rep, std::string& message)
+    {
+        switch (req.op) {
+        case Op::Load: {
+            CompileOutput object;
+            object.ok = true;
+            object.objectPath.assign(payload.begin(), payload.end());
+            bool missingEntry = false;
+            m_kernel = m_device->load(object, message, missingEntry);
+            if (!m_kernel)
+                rep.status = missingEntry ? Status::MissingEntry : Status::LoadFailed;
+            return;
+        }
+        case Op::Map: {
+            if (fd < 0)
+                throw std::runtime_error("map request without a buffer");
+            unmap(req.id);
+            void* p = m_device->importShared(fd, req.arg);
+            m_buffers[req.id] = { static_cast<char*>(p), req.arg };
+            return;
+        }
+        case Op::Unmap:
+            unmap(req.id);
+            return;
+        case Op::Run:
+        case Op::LaunchProfile: {
+            if (!m_kernel)
+                throw std::runtime_error("run before a successful load");
+            Call call(*this, payload);
+            call.args.stream = m_device->stream();
+            if (req.op == Op::LaunchProfile) {
+                message = m_device->launchProfile(*m_kernel, call.args).dump();
+            } else if (req.arg & 1) {
+                rep.ns = m_device->timedRun(*m_kernel, call.args, rep.rc);
+                rep.flags = m_device->lastRunDisturbed() ? kDisturbed : 0;
+            } else {
+                rep.rc = m_kernel->run(call.args);
+                // Finished (or faulted) before the reply: the judge reads the outputs next.
+                m_device->synchronize();
+            }
+            return;
+        }
+        case Op::TimingInfo:
+            message = m_device->timingInfo().dump();
+            return;
         }
         throw std::runtime_error("unknown runner op " + std::to_string(static_cast<uint32_t>(req.op)));
     }
@@ -186,7 +249,10 @@ private:
         auto it = m_buffers.find(id);
         if (it == m_buffers.end())
             return;
-        ::munmap(it->second.base, it->second.bytes ? it->second.bytes : 1);
+        if (m_device)
+            m_device->releaseImported(it->second.base);
+        else
+            ::munmap(it->second.base, it->second.bytes ? it->second.bytes : 1);
         m_buffers.erase(it);
     }
 
@@ -200,60 +266,72 @@ private:
         return it->second.base + offset;
     }
 
+    /// One decoded call: hone_args over this runner's mappings, valid while the Call lives.
+    struct Call {
+        Call(Runner& runner, const std::vector<char>& payload)
+            : encoded(decodeCall(payload.data(), payload.size()))
+        {
+            auto build = [&](const std::vector<EncodedTensor>& from, std::vector<hone_tensor>& to) {
+                for (const auto& e : from) {
+                    hone_tensor t {};
+                    t.name = e.name.c_str();
+                    t.data = runner.resolve(e.buffer, e.offset, 0);
+                    t.dtype = e.dtype;
+                    t.rank = e.rank;
+                    std::memcpy(t.shape, e.shape, sizeof t.shape);
+                    std::memcpy(t.strides, e.strides, sizeof t.strides);
+                    to.push_back(t);
+                }
+            };
+            build(encoded.inputs, inputs);
+            build(encoded.outputs, outputs);
+            for (const auto& [name, value] : encoded.params)
+                params.push_back({ name.c_str(), value });
+            args.abi_version = HONE_ABI_VERSION;
+            args.num_inputs = static_cast<int32_t>(inputs.size());
+            args.num_outputs = static_cast<int32_t>(outputs.size());
+            args.num_params = static_cast<int32_t>(params.size());
+            args.inputs = inputs.data();
+            args.outputs = outputs.data();
+            args.params = params.data();
+            args.stream = nullptr;
+            args.workspace
+                = runner.resolve(encoded.workspaceBuffer, encoded.workspaceOffset, encoded.workspaceBytes);
+            args.workspace_bytes = args.workspace ? encoded.workspaceBytes : 0;
+        }
+        EncodedCall encoded;
+        std::vector<hone_tensor> inputs, outputs;
+        std::vector<hone_param> params;
+        hone_args args {};
+    };
+
     void run(const Request& req, const std::vector<char>& payload, Reply& rep)
     {
         if (!m_fn)
             throw std::runtime_error("run before a successful load");
-        const EncodedCall call = decodeCall(payload.data(), payload.size());
-        std::vector<hone_tensor> inputs, outputs;
-        auto build = [&](const std::vector<EncodedTensor>& from, std::vector<hone_tensor>& to) {
-            for (const auto& e : from) {
-                hone_tensor t {};
-                t.name = e.name.c_str();
-                t.data = resolve(e.buffer, e.offset, 0);
-                t.dtype = e.dtype;
-                t.rank = e.rank;
-                std::memcpy(t.shape, e.shape, sizeof t.shape);
-                std::memcpy(t.strides, e.strides, sizeof t.strides);
-                to.push_back(t);
-            }
-        };
-        build(call.inputs, inputs);
-        build(call.outputs, outputs);
-        std::vector<hone_param> params;
-        for (const auto& [name, value] : call.params)
-            params.push_back({ name.c_str(), value });
-        hone_args args {};
-        args.abi_version = HONE_ABI_VERSION;
-        args.num_inputs = static_cast<int32_t>(inputs.size());
-        args.num_outputs = static_cast<int32_t>(outputs.size());
-        args.num_params = static_cast<int32_t>(params.size());
-        args.inputs = inputs.data();
-        args.outputs = outputs.data();
-        args.params = params.data();
-        args.stream = nullptr;
-        args.workspace = resolve(call.workspaceBuffer, call.workspaceOffset, call.workspaceBytes);
-        args.workspace_bytes = args.workspace ? call.workspaceBytes : 0;
+        Call call(*this, payload);
         if (req.arg & 1) {
             const auto start = std::chrono::steady_clock::now();
-            rep.rc = m_fn(&args);
+            rep.rc = m_fn(&call.args);
             const auto stop = std::chrono::steady_clock::now();
             rep.ns = std::chrono::duration<double, std::nano>(stop - start).count();
         } else {
-            rep.rc = m_fn(&args);
+            rep.rc = m_fn(&call.args);
         }
     }
 
     int m_sock;
+    DeviceBackend* m_device; // a GPU runner's device; null on the host
+    std::unique_ptr<LoadedKernel> m_kernel; // a GPU runner's loaded object
     RunFn m_fn = nullptr;
     std::map<uint64_t, Mapping> m_buffers;
 };
 
 } // namespace
 
-int runnerMain(int sock)
+int runnerMain(int sock, DeviceBackend* device)
 {
-    return Runner(sock).serve();
+    return Runner(sock, device).serve();
 }
 
 } // namespace hone::backends::runner

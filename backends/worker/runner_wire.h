@@ -12,6 +12,10 @@
 /// maps one candidate's (or the reference's) code. Fixed-layout packets over a SOCK_SEQPACKET
 /// socket pair; buffers travel as file descriptors (SCM_RIGHTS) and are named by id, so the
 /// runner never sees a pointer of the judge and the judge never maps candidate code.
+namespace hone::backends {
+class DeviceBackend;
+}
+
 namespace hone::backends::runner {
 
 enum class Op : uint32_t {
@@ -19,6 +23,9 @@ enum class Op : uint32_t {
     Map = 2,   // id: buffer id, arg: bytes; one fd attached
     Unmap = 3, // id: buffer id
     Run = 4,   // arg: 1 when timed; payload: encoded call
+    // GPU runners only:
+    LaunchProfile = 5, // payload: encoded call; the reply's message is the launch profile (JSON)
+    TimingInfo = 6,    // the reply's message is how the runner timed (JSON)
 };
 
 struct Request {
@@ -36,6 +43,7 @@ enum class Status : int32_t {
     Threw = 3,     // hone_run threw; message holds what()
     BadRequest = 4,
     OutOfMemory = 5,
+    DeviceFault = 6, // the runner's GPU context faulted (illegal address, trap); message says how
 };
 
 struct Reply {
@@ -43,7 +51,13 @@ struct Reply {
     int32_t rc;     // hone_run's return value
     double ns;      // the runner's own clock around hone_run (timed calls)
     uint64_t nonce; // the request's
+    uint32_t flags; // kDisturbed
+    uint32_t reserved;
 };
+
+/// Reply::flags: the timed run's closing synchronize came back much later than its stream
+/// ended (work on side streams; DeviceBackend::lastRunDisturbed).
+constexpr uint32_t kDisturbed = 1;
 
 constexpr size_t kMaxPacket = 1 << 20;
 constexpr uint64_t kNoBuffer = ~uint64_t(0);
@@ -199,7 +213,10 @@ void sendPacket(int sock, const void* header, size_t headerBytes, const std::vec
 /// end of stream (the peer is gone); throws on a malformed packet.
 bool receivePacket(int sock, void* header, size_t headerBytes, std::vector<char>& payload, int* fd = nullptr);
 
-/// The runner's main loop (`hone-worker --runner FD`): serves the judge until it hangs up.
-int runnerMain(int sock);
+/// The runner's main loop (`hone-worker --runner FD [cuda]`): serves the judge until it hangs
+/// up. Without `device` calls run on host memory (memfd buffers); with one (a GPU runner) the
+/// runner owns that device's context, maps the judge's shared device buffers, and times calls
+/// with the device's clock.
+int runnerMain(int sock, DeviceBackend* device = nullptr);
 
 } // namespace hone::backends::runner
