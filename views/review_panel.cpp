@@ -247,7 +247,7 @@ void ReviewPanel::refresh()
     } else {
         m_diff->showMessage(tr("The session has no baseline seed to compare with."));
     }
-    m_evidence->setResults(n->result, base ? base->result : nlohmann::json());
+    m_evidence->setResults(n->result, base ? base->result : std::nullopt);
     showConcerns(n->status == NodeInfo::Status::Ok ? concernTexts() : QStringList());
     m_exports->setText(tr("the bundle (source, build.sh, evidence.json, a standalone test) into %1")
                            .arg(QDir(m_exportRoot).filePath(
@@ -259,8 +259,8 @@ QStringList ReviewPanel::concernTexts() const
 {
     const NodeInfo* n = m_data ? m_data->node(m_node) : nullptr;
     QStringList out;
-    if (n)
-        for (const auto& c : reviewConcerns(n->result, m_policy))
+    if (n && n->result)
+        for (const auto& c : reviewConcerns(*n->result, m_policy))
             out << c.text;
     return out;
 }
@@ -382,7 +382,7 @@ bool ReviewPanel::approve()
             true);
         return false;
     }
-    const auto concerns = reviewConcerns(n->result, m_policy);
+    const auto concerns = n->result ? reviewConcerns(*n->result, m_policy) : std::vector<ReviewConcern>();
     const QString justification = m_justification->toPlainText().trimmed();
     if (!concerns.empty() && justification.size() < kMinJustification) {
         QStringList lines;
