@@ -259,13 +259,13 @@ Tolerance toleranceFor(const ProblemSpec& spec, DType t)
     if (auto it = spec.tolerance.find(t); it != spec.tolerance.end())
         return it->second;
     switch (t) {
-    case DType::F64:
+    case HONE_F64:
         return {1e-10, 1e-8};
-    case DType::F32:
+    case HONE_F32:
         return {1e-5, 1e-4};
-    case DType::F16:
+    case HONE_F16:
         return {1e-3, 1e-2};
-    case DType::BF16:
+    case HONE_BF16:
         return {1e-2, 2e-2};
     default:
         return {0, 0};
@@ -274,10 +274,7 @@ Tolerance toleranceFor(const ProblemSpec& spec, DType t)
 
 const char* honeDtype(const std::string& name)
 {
-    static const std::map<std::string, const char*> names = {{"f32", "HONE_F32"}, {"f16", "HONE_F16"},
-        {"bf16", "HONE_BF16"}, {"f64", "HONE_F64"}, {"i32", "HONE_I32"}, {"i64", "HONE_I64"}, {"u8", "HONE_U8"}};
-    const auto it = names.find(name);
-    return it == names.end() ? "HONE_F32" : it->second;
+    return dtypeEnumName(dtypeFromName(name).value_or(HONE_F32));
 }
 
 double initNumber(const nlohmann::json& init, const char* key, double fallback)
@@ -330,7 +327,7 @@ std::string shapeTable(const ProblemSpec& spec, const std::vector<int>& seeds)
         first = true;
         for (const auto& t : shape["outputs"]) {
             const std::string dtype = t["dtype"].get<std::string>();
-            const Tolerance tol = toleranceFor(spec, dtypeFromName(dtype).value_or(DType::F32));
+            const Tolerance tol = toleranceFor(spec, dtypeFromName(dtype).value_or(HONE_F32));
             s << (first ? "" : ",\n         ") << "{" << cString(t["name"].get<std::string>()) << ", "
               << honeDtype(dtype) << ", {";
             for (size_t d = 0; d < t["shape"].size(); ++d)
