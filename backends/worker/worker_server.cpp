@@ -122,12 +122,7 @@ bool Worker::evaluate(const nlohmann::json& request)
     if (lang == "cuda") {
 #ifdef HONE_WITH_CUDA
         nlohmann::json result = m_cudaEvaluator.evaluate(request);
-        const bool lost = m_cuda.deviceLost();
-        if (lost)
-            result["device_lost"] = true;
-        m_channel.send(result);
-        m_channel.clearContext();
-        return !lost;
+        return reply(std::move(result), m_cuda.deviceLost());
 #else
         refuse(requestId(request),
             "this hone-worker was built without the CUDA backend; rebuild it where the CUDA toolkit is "
@@ -137,9 +132,16 @@ bool Worker::evaluate(const nlohmann::json& request)
     }
     if (lang == "hip")
         return evaluateHip(request);
-    m_channel.send(m_evaluator.evaluate(request));
+    return reply(m_evaluator.evaluate(request), false);
+}
+
+bool Worker::reply(nlohmann::json result, bool lost)
+{
+    if (lost)
+        result["device_lost"] = true;
+    m_channel.send(result);
     m_channel.clearContext();
-    return true;
+    return !lost;
 }
 
 bool Worker::evaluateHip(const nlohmann::json& request)
@@ -169,12 +171,7 @@ bool Worker::evaluateHip(const nlohmann::json& request)
         return true;
     }
     nlohmann::json result = m_hipEvaluator->evaluate(request);
-    const bool lost = hip().deviceLost();
-    if (lost)
-        result["device_lost"] = true;
-    m_channel.send(result);
-    m_channel.clearContext();
-    return !lost;
+    return reply(std::move(result), hip().deviceLost());
 #else
     refuse(id, "this hone-worker was built without the HIP backend; rebuild it where hipcc and "
                "hip/hip_runtime_api.h are installed");

@@ -49,6 +49,10 @@ private:
     /// requests (compile errors, registers, occupancy, ISA) are served, anything else refused.
     bool evaluateHip(const nlohmann::json& request);
 
+    /// Sends an evaluation's result (marked `device_lost` when the GPU context was lost) and
+    /// ends the request; false (the worker exits) when it was lost.
+    bool reply(nlohmann::json result, bool lost);
+
     void refuse(const std::string& id, const std::string& message);
 
     nlohmann::json hello(const std::string& id);
