@@ -4,6 +4,7 @@
 #include "app/exit_code.h"
 #include "backends/worker_process.h"
 #include "core/engine.h"
+#include "core/eval_result.h"
 #include "core/export_portfolio.h"
 #include "core/problem_spec.h"
 #include "core/protocol.h"
@@ -514,12 +515,23 @@ int runBench(const BenchOptions& o, const std::string& storePath, const Executor
                 limits.stageSeconds = 900;
                 limits.memoryMiB = 65536;
                 limits.addressSpaceLimit = false;
-                const nlohmann::json res = backends::runWorker(exec->command(), req, limits);
-                row["profile"] = res.contains("profile") ? res["profile"]
-                                                         : nlohmann::json { { "error", res.value("status", std::string("?")) + ": "
-                                                                                 + (res.contains("failure") ? res["failure"].dump() : std::string()) } };
-                if (res.contains("diagnosis"))
-                    row["profiled_evidence"] = res["diagnosis"].value("evidence", std::string());
+                core::protocol::EvalResult res;
+                try {
+                    res = core::protocol::EvalResult::fromJson(backends::runWorker(exec->command(), req, limits));
+                } catch (const core::protocol::ProtocolError& e) {
+                    res = core::protocol::EvalResult::failed(req["id"].get<std::string>(), core::protocol::FailureKind::ProtocolError, "profile", e.what());
+                }
+                if (res.profile) {
+                    row["profile"] = res.profile->toJson();
+                } else {
+                    std::string why = res.ok() ? "the result has no profile" : "failed: ";
+                    if (res.failure)
+                        why += std::string(core::protocol::failureKindName(res.failure->kind)) + " in " + res.failure->stage
+                            + ": " + res.failure->message;
+                    row["profile"] = { { "error", why } };
+                }
+                if (res.diagnosis)
+                    row["profiled_evidence"] = res.diagnosis->evidence;
             }
         }
 

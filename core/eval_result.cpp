@@ -215,6 +215,23 @@ CompileInfo compileFrom(const json& j, const std::string& path)
             k.stackBytes = r.opt<int64_t>("stack_bytes");
             k.spillStores = r.opt<int64_t>("spill_stores");
             k.spillLoads = r.opt<int64_t>("spill_loads");
+            k.vgprs = r.opt<int64_t>("vgprs");
+            k.agprs = r.opt<int64_t>("agprs");
+            k.sgprs = r.opt<int64_t>("sgprs");
+            k.ldsBytes = r.opt<int64_t>("lds_bytes");
+            k.scratchBytes = r.opt<int64_t>("scratch_bytes");
+            k.vgprSpills = r.opt<int64_t>("vgpr_spills");
+            k.sgprSpills = r.opt<int64_t>("sgpr_spills");
+            if (const json* o = r.object("occupancy")) {
+                In oi(*o, indexed(path + ".resources", i) + ".occupancy");
+                KernelResources::AmdOccupancy a;
+                a.arch = oi.get<std::string>("arch", {});
+                a.block = oi.opt<int64_t>("block");
+                a.wavesPerSimd = oi.opt<double>("waves_per_simd");
+                a.limiter = oi.get<std::string>("limiter", {});
+                a.extra = oi.rest();
+                k.amdOccupancy = std::move(a);
+            }
             k.extra = r.rest();
             c.resources.push_back(std::move(k));
         }
@@ -223,6 +240,7 @@ CompileInfo compileFrom(const json& j, const std::string& path)
         c.resourcesError = (*it)["error"].get<std::string>();
         (void)in.object("resources");
     }
+    c.isa = in.opt<std::string>("isa");
     c.extra = in.rest();
     return c;
 }
@@ -341,6 +359,7 @@ Occupancy occupancyFrom(const json& j, const std::string& path)
     o.theoretical = in.opt<double>("theoretical");
     o.limiter = in.get<std::string>("limiter", {});
     o.mainKernel = in.get<std::string>("main_kernel", {});
+    o.error = in.opt<std::string>("error");
     o.extra = in.rest();
     return o;
 }
@@ -351,6 +370,25 @@ Profile profileFrom(const json& j, const std::string& path)
     Profile p;
     p.dramBytes = in.opt<double>("dram_bytes");
     p.error = in.get<std::string>("error", {});
+    if (const json* m = in.object("main")) {
+        In mi(*m, path + ".main");
+        ProfiledKernel k;
+        k.name = mi.get<std::string>("name", {});
+        k.dramPct = mi.opt<double>("dram_pct");
+        k.smPct = mi.opt<double>("sm_pct");
+        k.achievedOccupancyPct = mi.opt<double>("achieved_occupancy_pct");
+        if (const json* ss = mi.list("stalls"))
+            for (size_t i = 0; i < ss->size(); ++i) {
+                In si((*ss)[i], indexed(path + ".main.stalls", i));
+                Stall st;
+                st.reason = si.get<std::string>("reason", {});
+                st.pct = si.get<double>("pct", 0.0);
+                st.extra = si.rest();
+                k.stalls.push_back(std::move(st));
+            }
+        k.extra = mi.rest();
+        p.main = std::move(k);
+    }
     p.extra = in.rest();
     return p;
 }
@@ -406,6 +444,7 @@ Environment environmentFrom(const json& j, const std::string& path)
     e.device = in.get<std::string>("device", {});
     e.backend = in.get<std::string>("backend", {});
     e.compiler = in.opt<std::string>("compiler");
+    e.flags = in.opt<std::string>("flags");
     e.extra = in.rest();
     return e;
 }
@@ -447,12 +486,30 @@ json toJson(const CompileInfo& c)
             put(x, "stack_bytes", k.stackBytes);
             put(x, "spill_stores", k.spillStores);
             put(x, "spill_loads", k.spillLoads);
+            put(x, "vgprs", k.vgprs);
+            put(x, "agprs", k.agprs);
+            put(x, "sgprs", k.sgprs);
+            put(x, "lds_bytes", k.ldsBytes);
+            put(x, "scratch_bytes", k.scratchBytes);
+            put(x, "vgpr_spills", k.vgprSpills);
+            put(x, "sgpr_spills", k.sgprSpills);
+            if (const auto& a = k.amdOccupancy) {
+                json o = json::object();
+                if (!a->arch.empty())
+                    o["arch"] = a->arch;
+                put(o, "block", a->block);
+                put(o, "waves_per_simd", a->wavesPerSimd);
+                if (!a->limiter.empty())
+                    o["limiter"] = a->limiter;
+                x["occupancy"] = withExtra(std::move(o), a->extra);
+            }
             rs.push_back(withExtra(std::move(x), k.extra));
         }
         j["resources"] = rs;
     } else if (c.resourcesError) {
         j["resources"] = { { "error", *c.resourcesError } };
     }
+    put(j, "isa", c.isa);
     return withExtra(std::move(j), c.extra);
 }
 
@@ -545,6 +602,7 @@ json toJson(const Occupancy& o)
         j["limiter"] = o.limiter;
     if (!o.mainKernel.empty())
         j["main_kernel"] = o.mainKernel;
+    put(j, "error", o.error);
     return withExtra(std::move(j), o.extra);
 }
 
@@ -554,6 +612,17 @@ json toJson(const Profile& p)
     put(j, "dram_bytes", p.dramBytes);
     if (!p.error.empty())
         j["error"] = p.error;
+    if (p.main) {
+        json m = { { "name", p.main->name } };
+        put(m, "dram_pct", p.main->dramPct);
+        put(m, "sm_pct", p.main->smPct);
+        put(m, "achieved_occupancy_pct", p.main->achievedOccupancyPct);
+        json ss = json::array();
+        for (const auto& st : p.main->stalls)
+            ss.push_back(withExtra({ { "reason", st.reason }, { "pct", st.pct } }, st.extra));
+        m["stalls"] = ss;
+        j["main"] = withExtra(std::move(m), p.main->extra);
+    }
     return withExtra(std::move(j), p.extra);
 }
 
@@ -581,10 +650,16 @@ json toJson(const Environment& e)
 {
     json j = { { "device", e.device }, { "backend", e.backend } };
     put(j, "compiler", e.compiler);
+    put(j, "flags", e.flags);
     return withExtra(std::move(j), e.extra);
 }
 
 } // namespace
+
+nlohmann::json Profile::toJson() const
+{
+    return protocol::toJson(*this);
+}
 
 double EvalResult::speedup() const
 {

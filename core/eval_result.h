@@ -47,6 +47,22 @@ struct KernelResources {
     std::optional<int64_t> stackBytes;
     std::optional<int64_t> spillStores;
     std::optional<int64_t> spillLoads;
+    // AMD code objects (HIP): register files, LDS and scratch, and the occupancy they allow.
+    std::optional<int64_t> vgprs;
+    std::optional<int64_t> agprs;
+    std::optional<int64_t> sgprs;
+    std::optional<int64_t> ldsBytes;
+    std::optional<int64_t> scratchBytes;
+    std::optional<int64_t> vgprSpills;
+    std::optional<int64_t> sgprSpills;
+    struct AmdOccupancy {
+        std::string arch;
+        std::optional<int64_t> block;
+        std::optional<double> wavesPerSimd;
+        std::string limiter;
+        nlohmann::json extra = nlohmann::json::object();
+    };
+    std::optional<AmdOccupancy> amdOccupancy;   // `occupancy` of one kernel
     nlohmann::json extra = nlohmann::json::object();
 };
 
@@ -59,6 +75,7 @@ struct CompileInfo {
     std::vector<CompileMessage> messages;
     std::vector<KernelResources> resources; // empty without per-kernel resources
     std::optional<std::string> resourcesError; // `resources: {"error": ...}`: the code object could not be read
+    std::optional<std::string> isa;             // HIP: llvm-objdump's disassembly
     nlohmann::json extra = nlohmann::json::object();
 };
 
@@ -144,6 +161,23 @@ struct Occupancy {
     std::optional<double> theoretical;
     std::string limiter;
     std::string mainKernel;
+    std::optional<std::string> error;           // no launch could be measured
+    nlohmann::json extra = nlohmann::json::object();
+};
+
+struct Stall {
+    std::string reason;
+    double pct = 0;
+    nlohmann::json extra = nlohmann::json::object();
+};
+
+/// One profiled kernel (`profile.main`).
+struct ProfiledKernel {
+    std::string name;
+    std::optional<double> dramPct;
+    std::optional<double> smPct;
+    std::optional<double> achievedOccupancyPct;
+    std::vector<Stall> stalls;                  // the top stall reasons
     nlohmann::json extra = nlohmann::json::object();
 };
 
@@ -151,7 +185,11 @@ struct Occupancy {
 struct Profile {
     std::optional<double> dramBytes;            // the whole call's DRAM traffic
     std::string error;
-    nlohmann::json extra = nlohmann::json::object(); // per-kernel counters and stalls
+    std::optional<ProfiledKernel> main;         // the longest kernel
+    nlohmann::json extra = nlohmann::json::object(); // every kernel's counters
+
+    /// The `profile` object as the result holds it (`hone bench` writes it to its table).
+    nlohmann::json toJson() const;
 };
 
 /// One timed bench shape of a multi-shape request (`shapes[]`).
@@ -181,7 +219,8 @@ struct Environment {
     std::string device;                         // "cpu: ...", "cuda: ..."
     std::string backend;                        // cpu | cuda | hip
     std::optional<std::string> compiler;
-    nlohmann::json extra = nlohmann::json::object(); // cores, host, flags, ...
+    std::optional<std::string> flags;           // the compile flags used
+    nlohmann::json extra = nlohmann::json::object(); // cores, host, ...
 };
 
 struct EvalResult {
@@ -220,6 +259,10 @@ struct EvalResult {
     double fracCompute() const { return roofline ? roofline->fracCompute.value_or(0.0) : 0.0; }
     bool compileCached() const { return compile && compile->cached; }
     bool isScreened() const { return screened.value_or(false); }
+    /// `environment.device` ("cuda: NVIDIA H100 ... (sm_90, 132 SMs)"); empty when not recorded.
+    std::string device() const { return environment ? environment->device : std::string(); }
+    /// `environment.backend` (cpu | cuda | hip); empty when not recorded.
+    std::string backend() const { return environment ? environment->backend : std::string(); }
     const std::vector<ShapeResult>& shapeResults() const;
 
     /// The one encoder: the `result` message, with `protocol` (the layout's version: kVersion)

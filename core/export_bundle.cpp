@@ -145,13 +145,9 @@ nlohmann::json evaluationJson(const EvaluationRecord& e)
         {"result", e.result}};
     if (e.status != "ok")
         j["failure"] = {{"kind", e.failureKind}, {"message", e.failureMessage}};
-    const auto& checks = member(e.result, "checks");
-    if (checks.is_array()) {
-        int ok = 0;
-        for (const auto& c : checks)
-            ok += c.value("ok", false) ? 1 : 0;
-        j["checks_passed"] = ok;
-        j["checks_total"] = checks.size();
+    if (const auto checks = e.evalResult().checks) {
+        j["checks_passed"] = std::count_if(checks->begin(), checks->end(), [](const auto& c) { return c.ok; });
+        j["checks_total"] = checks->size();
     }
     return j;
 }
@@ -181,31 +177,33 @@ nlohmann::json evidenceOf(const Context& c)
         j["baseline"] = nullptr;
     }
 
+    const protocol::EvalResult result = c.evaluation ? c.evaluation->evalResult() : protocol::EvalResult();
     nlohmann::json speedup = nullptr;
     if (c.evaluation && c.evaluation->status == "ok") {
         // The interval is of the timed shape's paired ratios, so the median beside it is that
         // shape's; over a shape set the stored speedup is the weighted objective, kept apart.
-        const nlohmann::json& timing = member(c.evaluation->result, "timing");
-        const SpeedupInterval ci = speedupInterval(timing);
-        const double median = timing.contains("speedup") && timing["speedup"].is_number()
-            ? timing["speedup"].get<double>()
-            : c.evaluation->speedup;
+        auto interval = [](const std::optional<protocol::Timing>& t) {
+            if (t)
+                return speedupInterval(*t);
+            SpeedupInterval none;
+            none.why = "not timed";
+            return none;
+        };
+        const SpeedupInterval ci = interval(result.timing);
+        const double median = result.timing && result.timing->speedup ? *result.timing->speedup : c.evaluation->speedup;
         speedup = {{"median", median}, {"method",
             "median of the paired ratios baseline/candidate (interleaved samples); order-statistic (sign-test) "
             "interval of that median"}};
-        if (const nlohmann::json& objective = member(c.evaluation->result, "objective");
-            c.evaluation->result.contains("objective") && objective.contains("value")) {
-            speedup["objective"] = objective["value"];
+        if (result.objective) {
+            speedup["objective"] = result.objective->value;
             speedup["objective_method"] = "weighted geometric mean of the per-shape speedups (docs/SEARCH.md)";
-            speedup["shape"] = timing.value("shape", std::string());
+            speedup["shape"] = result.timing ? result.timing->shape.value_or(std::string()) : std::string();
             nlohmann::json perShape = nlohmann::json::array();
-            const auto& shapes = c.evaluation->result.contains("shapes") ? c.evaluation->result["shapes"] : nlohmann::json();
-            if (shapes.is_array())
-                for (const auto& sh : shapes) {
-                    const SpeedupInterval si = speedupInterval(member(sh, "timing"));
-                    perShape.push_back({{"shape", sh.value("shape", std::string())}, {"speedup", sh.value("speedup", 0.0)},
-                        {"ci95", si.valid ? nlohmann::json::array({si.low, si.high}) : nlohmann::json()}});
-                }
+            for (const auto& sh : result.shapeResults()) {
+                const SpeedupInterval si = interval(sh.timing);
+                perShape.push_back({{"shape", sh.label}, {"speedup", sh.speedup.value_or(0.0)},
+                    {"ci95", si.valid ? nlohmann::json::array({si.low, si.high}) : nlohmann::json()}});
+            }
             speedup["per_shape"] = perShape;
         }
         if (ci.valid) {
@@ -219,17 +217,14 @@ nlohmann::json evidenceOf(const Context& c)
     }
     j["speedup"] = speedup;
 
-    const nlohmann::json& result = c.evaluation ? c.evaluation->result : nlohmann::json();
-    const auto& environment = member(result, "environment");
     std::string device = c.evaluation ? c.evaluation->device : std::string();
-    if (device.empty() && environment.is_object())
-        device = environment.value("device", std::string());
+    if (device.empty())
+        device = result.device();
     j["device"] = device;
-    const auto& compile = member(result, "compile");
-    j["toolchain"] = {{"compiler", environment.is_object() ? environment.value("compiler", std::string()) : ""},
-        {"backend", environment.is_object() ? environment.value("backend", std::string()) : ""},
-        {"flags", environment.is_object() ? environment.value("flags", std::string()) : ""},
-        {"compile_command", compile.is_object() ? compile.value("command", std::string()) : ""}};
+    const auto& env = result.environment;
+    j["toolchain"] = {{"compiler", env ? env->compiler.value_or(std::string()) : ""}, {"backend", result.backend()},
+        {"flags", env ? env->flags.value_or(std::string()) : ""},
+        {"compile_command", result.compile ? result.compile->command.value_or(std::string()) : ""}};
 
     nlohmann::json reviews = nlohmann::json::array();
     for (const auto& r : c.reviews)
@@ -264,13 +259,13 @@ Tolerance toleranceFor(const ProblemSpec& spec, DType t)
     if (auto it = spec.tolerance.find(t); it != spec.tolerance.end())
         return it->second;
     switch (t) {
-    case DType::F64:
+    case HONE_F64:
         return {1e-10, 1e-8};
-    case DType::F32:
+    case HONE_F32:
         return {1e-5, 1e-4};
-    case DType::F16:
+    case HONE_F16:
         return {1e-3, 1e-2};
-    case DType::BF16:
+    case HONE_BF16:
         return {1e-2, 2e-2};
     default:
         return {0, 0};
@@ -279,10 +274,7 @@ Tolerance toleranceFor(const ProblemSpec& spec, DType t)
 
 const char* honeDtype(const std::string& name)
 {
-    static const std::map<std::string, const char*> names = {{"f32", "HONE_F32"}, {"f16", "HONE_F16"},
-        {"bf16", "HONE_BF16"}, {"f64", "HONE_F64"}, {"i32", "HONE_I32"}, {"i64", "HONE_I64"}, {"u8", "HONE_U8"}};
-    const auto it = names.find(name);
-    return it == names.end() ? "HONE_F32" : it->second;
+    return dtypeEnumName(dtypeFromName(name).value_or(HONE_F32));
 }
 
 double initNumber(const nlohmann::json& init, const char* key, double fallback)
@@ -335,7 +327,7 @@ std::string shapeTable(const ProblemSpec& spec, const std::vector<int>& seeds)
         first = true;
         for (const auto& t : shape["outputs"]) {
             const std::string dtype = t["dtype"].get<std::string>();
-            const Tolerance tol = toleranceFor(spec, dtypeFromName(dtype).value_or(DType::F32));
+            const Tolerance tol = toleranceFor(spec, dtypeFromName(dtype).value_or(HONE_F32));
             s << (first ? "" : ",\n         ") << "{" << cString(t["name"].get<std::string>()) << ", "
               << honeDtype(dtype) << ", {";
             for (size_t d = 0; d < t["shape"].size(); ++d)
@@ -362,10 +354,8 @@ std::string shapeTable(const ProblemSpec& spec, const std::vector<int>& seeds)
 
 /// "90a" from "-gencode=arch=compute_90a,code=sm_90a" in the flags the worker used; 90a when
 /// the evaluation did not record one.
-std::string cudaArch(const nlohmann::json& result)
+std::string cudaArch(const std::string& flags)
 {
-    const auto& environment = member(result, "environment");
-    const std::string flags = environment.is_object() ? environment.value("flags", std::string()) : "";
     const std::string key = "arch=compute_";
     if (const size_t at = flags.find(key); at != std::string::npos) {
         const size_t end = flags.find_first_of(", ", at);
@@ -432,24 +422,14 @@ SpeedupInterval pairedSpeedupInterval(
     return out;
 }
 
-SpeedupInterval speedupInterval(const nlohmann::json& timing)
+SpeedupInterval speedupInterval(const protocol::Timing& timing)
 {
-    auto samples = [](const nlohmann::json& j) {
-        std::vector<double> v;
-        const auto& s = member(j, "samples_ns");
-        if (s.is_array())
-            for (const auto& x : s)
-                if (x.is_number())
-                    v.push_back(x.get<double>());
-        return v;
-    };
-    const auto& baseline = member(timing, "baseline");
-    if (!timing.is_object() || !baseline.is_object()) {
+    if (!timing.baseline) {
         SpeedupInterval out;
-        out.why = timing.is_object() ? "the baseline was not timed with it" : "not timed";
+        out.why = "the baseline was not timed with it";
         return out;
     }
-    return pairedSpeedupInterval(samples(timing), samples(baseline));
+    return pairedSpeedupInterval(timing.stats.samplesNs, timing.baseline->samplesNs);
 }
 
 std::string cString(const std::string& text)
@@ -564,9 +544,8 @@ ExportResult exportBundle(const Store& store, int64_t sessionId, int64_t nodeId,
     for (auto it = c.node.knobs.begin(); it != c.node.knobs.end(); ++it)
         defines += " " + shellQuote("-D" + it.key() + "=" + knobValue(*it));
     const std::string flags = c.node.flags.empty() ? "" : " " + c.node.flags;
-    const nlohmann::json& result = c.evaluation ? c.evaluation->result : nlohmann::json();
-    const auto& environment = member(result, "environment");
-    const std::string measuredFlags = environment.is_object() ? environment.value("flags", std::string()) : "";
+    const protocol::EvalResult result = c.evaluation ? c.evaluation->evalResult() : protocol::EvalResult();
+    const std::string measuredFlags = result.environment ? result.environment->flags.value_or(std::string()) : "";
     std::ostringstream build;
     build << "#!/bin/sh\n# Node " << nodeId << " of session " << sessionId << " (" << c.source.name << ", "
           << c.session.problemName << "): builds the candidate as a shared object that exports hone_run,\n"
@@ -576,7 +555,7 @@ ExportResult exportBundle(const Store& store, int64_t sessionId, int64_t nodeId,
     build << "set -e\nHERE=$(cd \"$(dirname \"$0\")\" && pwd)\nOUT=\"${1:-$HERE/candidate.so}\"\n";
     std::string libs;
     if (r.lang == "cuda") {
-        const std::string arch = cudaArch(result);
+        const std::string arch = cudaArch(measuredFlags);
         std::vector<std::string> allowed = spec ? spec->allowedLibraries : std::vector<std::string>();
         if (!spec) // the libraries the worker linked
             for (const char* l : {"cublasLt", "cublas"})
@@ -636,7 +615,7 @@ ExportResult exportBundle(const Store& store, int64_t sessionId, int64_t nodeId,
         std::ostringstream run;
         run << "#!/bin/sh\n# Builds the problem's reference and the candidate as two shared objects and checks the candidate\n"
             << "# against the reference on the problem's small shapes (seeds " << seedList << ").\n"
-            << "# Needs a C++ compiler" << (cuda ? ", nvcc and an sm_" + cudaArch(result) + " GPU to run" : std::string())
+            << "# Needs a C++ compiler" << (cuda ? ", nvcc and an sm_" + cudaArch(measuredFlags) + " GPU to run" : std::string())
             << "; nothing of Hone. Usage: ./run_test.sh [--build-only]\n"
             << "set -e\nHERE=$(cd \"$(dirname \"$0\")\" && pwd)\nB=\"$HERE/build\"\nmkdir -p \"$B\"\n"
             << "${CXX:-c++} -std=c++17 -O3 -march=native -fopenmp -shared -fPIC -I\"$HERE\" -o \"$B/reference.so\" \"$HERE/reference.cpp\"\n"
@@ -661,7 +640,7 @@ ExportResult exportBundle(const Store& store, int64_t sessionId, int64_t nodeId,
         kernel.knobs = c.node.knobs.is_object() ? c.node.knobs : nlohmann::json::object();
         kernel.flags = c.node.flags;
         kernel.label = "node " + std::to_string(sessionId) + "/" + std::to_string(nodeId);
-        const TorchPackage package = writeTorchPackage(*spec, {kernel}, r.lang, header, dir / "torch", cudaArch(result));
+        const TorchPackage package = writeTorchPackage(*spec, {kernel}, r.lang, header, dir / "torch", cudaArch(measuredFlags));
         for (const auto& f : package.files)
             r.files.push_back("torch/" + f);
         for (const auto& w : package.warnings)

@@ -1,5 +1,7 @@
 #pragma once
 
+#include "core/eval_result.h"
+
 #include <nlohmann/json.hpp>
 
 #include <cstdint>
@@ -62,8 +64,8 @@ struct SpeedupInterval {
 SpeedupInterval pairedSpeedupInterval(
     const std::vector<double>& candidateNs, const std::vector<double>& baselineNs, double confidence = 0.95);
 
-/// The interval from a worker result's `timing` (samples_ns and baseline.samples_ns).
-SpeedupInterval speedupInterval(const nlohmann::json& timing);
+/// The interval from a worker result's timing (samples and the interleaved baseline's samples).
+SpeedupInterval speedupInterval(const protocol::Timing& timing);
 
 /// The evidence of one node as evidence.json holds it: the candidate and its evaluation, the
 /// baseline's evaluation, the speedup with its paired-ratio interval, device, toolchain, and

@@ -120,24 +120,21 @@ Portfolio choosePortfolio(const Store& store, int64_t sessionId)
             skipped += e.status == "ok" ? 1 : 0;
             continue;
         }
-        const auto& shapes = e.result.contains("shapes") ? e.result["shapes"] : nlohmann::json();
-        if (!shapes.is_array())
-            continue;
-        for (const auto& s : shapes) {
-            const size_t index = s.value("index", size_t(0));
-            const auto& timing = s.contains("timing") ? s["timing"] : nlohmann::json();
-            const double ns = timing.is_object() ? timing.value("median_ns", 0.0) : 0.0;
+        const protocol::EvalResult result = e.evalResult();
+        for (const auto& s : result.shapeResults()) {
+            const size_t index = s.index;
+            const double ns = s.medianNs();
             if (ns <= 0 || index >= spec.benchShapes.size())
                 continue;
             auto it = best.find(index);
             if (it == best.end() || ns < it->second.medianNs) {
                 PortfolioChoice c;
                 c.benchIndex = index;
-                c.shape = s.value("shape", "bench[" + std::to_string(index) + "]");
+                c.shape = s.label.empty() ? "bench[" + std::to_string(index) + "]" : s.label;
                 c.symbols = spec.benchShapes[index];
                 c.nodeId = id;
                 c.medianNs = ns;
-                c.speedup = s.value("speedup", 0.0);
+                c.speedup = s.speedup.value_or(0.0);
                 best[index] = c;
             }
         }

@@ -21,13 +21,13 @@ namespace fs = std::filesystem;
 const char* atenType(DType t)
 {
     switch (t) {
-    case DType::F32: return "at::kFloat";
-    case DType::F16: return "at::kHalf";
-    case DType::BF16: return "at::kBFloat16";
-    case DType::F64: return "at::kDouble";
-    case DType::I32: return "at::kInt";
-    case DType::I64: return "at::kLong";
-    case DType::U8: return "at::kByte";
+    case HONE_F32: return "at::kFloat";
+    case HONE_F16: return "at::kHalf";
+    case HONE_BF16: return "at::kBFloat16";
+    case HONE_F64: return "at::kDouble";
+    case HONE_I32: return "at::kInt";
+    case HONE_I64: return "at::kLong";
+    case HONE_U8: return "at::kByte";
     }
     return "at::kFloat";
 }
@@ -35,13 +35,13 @@ const char* atenType(DType t)
 const char* torchTypeName(DType t)
 {
     switch (t) {
-    case DType::F32: return "float32";
-    case DType::F16: return "float16";
-    case DType::BF16: return "bfloat16";
-    case DType::F64: return "float64";
-    case DType::I32: return "int32";
-    case DType::I64: return "int64";
-    case DType::U8: return "uint8";
+    case HONE_F32: return "float32";
+    case HONE_F16: return "float16";
+    case HONE_BF16: return "bfloat16";
+    case HONE_F64: return "float64";
+    case HONE_I32: return "int32";
+    case HONE_I64: return "int64";
+    case HONE_U8: return "uint8";
     }
     return "float32";
 }

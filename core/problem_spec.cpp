@@ -81,61 +81,6 @@ ProblemError::ProblemError(
 {
 }
 
-std::optional<DType> dtypeFromName(std::string_view name)
-{
-    static const std::pair<std::string_view, DType> names[]
-        = { { "f32", DType::F32 }, { "f16", DType::F16 }, { "bf16", DType::BF16 }, { "f64", DType::F64 },
-              { "i32", DType::I32 }, { "i64", DType::I64 }, { "u8", DType::U8 } };
-    for (const auto& [n, t] : names)
-        if (n == name)
-            return t;
-    return std::nullopt;
-}
-
-const char* dtypeName(DType t)
-{
-    switch (t) {
-    case DType::F32:
-        return "f32";
-    case DType::F16:
-        return "f16";
-    case DType::BF16:
-        return "bf16";
-    case DType::F64:
-        return "f64";
-    case DType::I32:
-        return "i32";
-    case DType::I64:
-        return "i64";
-    case DType::U8:
-        return "u8";
-    }
-    return "?";
-}
-
-bool isFloat(DType t)
-{
-    return t == DType::F32 || t == DType::F16 || t == DType::BF16 || t == DType::F64;
-}
-
-size_t dtypeSize(DType t)
-{
-    switch (t) {
-    case DType::F16:
-    case DType::BF16:
-        return 2;
-    case DType::F32:
-    case DType::I32:
-        return 4;
-    case DType::F64:
-    case DType::I64:
-        return 8;
-    case DType::U8:
-        return 1;
-    }
-    return 0;
-}
-
 const Seed* ProblemSpec::baselineSeed() const
 {
     for (const auto& s : seeds)

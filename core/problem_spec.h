@@ -1,5 +1,6 @@
 #pragma once
 
+#include "core/dtype.h"
 #include "core/expr.h"
 
 #include <nlohmann/json.hpp>
@@ -14,13 +15,6 @@
 
 namespace hone::core {
 
-enum class DType { F32, F16, BF16, F64, I32, I64, U8 };
-
-/// "f32", "bf16", ... ; nullopt for an unknown name.
-std::optional<DType> dtypeFromName(std::string_view name);
-const char* dtypeName(DType t);
-bool isFloat(DType t);
-size_t dtypeSize(DType t);
 
 /// A problem-file error: `file:line:col: field 'path': message; expected what`.
 class ProblemError : public std::runtime_error {
@@ -53,7 +47,7 @@ struct InitSpec {
 
 struct TensorSpec {
     std::string name;
-    DType dtype = DType::F32;
+    DType dtype = HONE_F32;
     std::vector<Dim> shape;
     InitSpec init;                        // inputs only
 };

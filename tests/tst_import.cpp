@@ -285,7 +285,7 @@ private slots:
         const auto dt = hone::core::dtypeFromName(toleranceDtype.toStdString());
         QVERIFY(dt && spec.tolerance.count(*dt));
         const auto tol = spec.tolerance.at(*dt);
-        if (*dt == hone::core::DType::BF16) {
+        if (*dt == HONE_BF16) {
             QVERIFY(tol.atol <= 2e-2 && tol.rtol == 1.6e-2);
         } else {
             QVERIFY(tol.atol <= 1e-4 && tol.atol > 0 && tol.rtol == 1e-3);

@@ -83,12 +83,12 @@ private slots:
         QCOMPARE(spec.baseline, std::string()); // chosen by loadProblem from the seeds
         QCOMPARE(spec.inputs.size(), size_t(2));
         QCOMPARE(spec.inputs[0].name, std::string("x"));
-        QCOMPARE(spec.inputs[0].dtype, DType::F32);
+        QCOMPARE(spec.inputs[0].dtype, HONE_F32);
         QCOMPARE(spec.inputs[0].shape.size(), size_t(2));
         QCOMPARE(spec.inputs[0].shape[1].symbol, std::string("N"));
         QCOMPARE(spec.inputs[0].init.dist, std::string("normal"));
         QCOMPARE(spec.inputs[0].init.args.at("std").text(), std::string("N / 250"));
-        QCOMPARE(spec.inputs[1].dtype, DType::I32);
+        QCOMPARE(spec.inputs[1].dtype, HONE_I32);
         QCOMPARE(spec.inputs[1].init.dist, std::string("randint"));
         QCOMPARE(spec.outputs.size(), size_t(1));
         QCOMPARE(spec.outputs[0].name, std::string("y"));
@@ -99,8 +99,8 @@ private slots:
         QCOMPARE(spec.benchShapes[0].at("M"), int64_t(4096));
         QCOMPARE(spec.flops.text(), std::string("5 * M * N"));
         QCOMPARE(spec.tolerance.size(), size_t(1));
-        QCOMPARE(spec.tolerance.at(DType::F32).atol, 1e-6);
-        QCOMPARE(spec.tolerance.at(DType::F32).rtol, 1e-4);
+        QCOMPARE(spec.tolerance.at(HONE_F32).atol, 1e-6);
+        QCOMPARE(spec.tolerance.at(HONE_F32).rtol, 1e-4);
         QCOMPARE(spec.allowedLibraries, std::vector<std::string> { "cublas" });
     }
 
@@ -538,11 +538,11 @@ bf16 = { atol = 1e-2, rtol = 1e-2 }
         for (const char* name : { "f32", "f16", "bf16", "f64", "i32", "i64", "u8" })
             QCOMPARE(dtypeName(*dtypeFromName(name)), name);
         QVERIFY(!dtypeFromName("f33"));
-        QCOMPARE(dtypeSize(DType::BF16), size_t(2));
-        QCOMPARE(dtypeSize(DType::I64), size_t(8));
-        QCOMPARE(dtypeSize(DType::U8), size_t(1));
-        QVERIFY(isFloat(DType::F16));
-        QVERIFY(!isFloat(DType::I32));
+        QCOMPARE(dtypeSize(HONE_BF16), size_t(2));
+        QCOMPARE(dtypeSize(HONE_I64), size_t(8));
+        QCOMPARE(dtypeSize(HONE_U8), size_t(1));
+        QVERIFY(isFloat(HONE_F16));
+        QVERIFY(!isFloat(HONE_I32));
     }
 };
 

@@ -191,6 +191,22 @@ nlohmann::json timingOf(double medianNs, double cv, int n, double baselineNs, do
         { "speedup", speedup } };
 }
 
+/// The same timing as a value, as the views read it.
+hone::core::protocol::Timing timingValue(double medianNs, double cv, int n, double baselineNs, double speedup)
+{
+    hone::core::protocol::Timing t;
+    t.shape = "bench[0]";
+    for (int i = 0; i < n; ++i)
+        t.stats.samplesNs.push_back(medianNs * (1.0 + 0.01 * ((i % 5) - 2)));
+    t.stats.medianNs = medianNs;
+    t.stats.p10Ns = medianNs * 0.98;
+    t.stats.p90Ns = medianNs * 1.02;
+    t.stats.cv = cv;
+    t.baseline = hone::core::protocol::SampleStats { {}, baselineNs, baselineNs * 0.99, baselineNs * 1.01, 0.01, {} };
+    t.speedup = speedup;
+    return t;
+}
+
 } // namespace
 
 class TestViewsInspector : public QObject {
@@ -742,11 +758,13 @@ void TestViewsInspector::timingPlot()
 {
     views::TimingPlot plot;
     QVERIFY(plot.isEmpty());
-    plot.setResult(nlohmann::json::object(), "Not evaluated yet.");
+    plot.setResult(std::nullopt, "Not evaluated yet.");
     QVERIFY(plot.isEmpty());
     QCOMPARE(plot.message(), QStringLiteral("Not evaluated yet."));
 
-    nlohmann::json result = { { "timing", timingOf(1.23e6, 0.021, 25, 2.5e6, 2.0325) } };
+    hone::core::protocol::EvalResult result;
+    result.status = hone::core::protocol::EvalStatus::Ok;
+    result.timing = timingValue(1.23e6, 0.021, 25, 2.5e6, 2.0325);
     plot.setResult(result);
     QVERIFY(!plot.isEmpty());
     QCOMPARE(
@@ -771,13 +789,29 @@ void TestViewsInspector::correctnessModel()
     views::CorrectnessModel model;
     QAbstractItemModelTester tester(&model, QAbstractItemModelTester::FailureReportingMode::QtTest);
     QCOMPARE(model.rowCount(), 0);
-    const nlohmann::json checks = nlohmann::json::parse(R"([
-        {"shape":"small[0]","seed":1,"ok":true,"max_abs_err":1e-8,"max_rel_err":2e-7,"mismatches":0,"first_mismatches":[]},
-        {"shape":"small[1]","seed":2,"ok":false,"max_abs_err":0.5,"max_rel_err":0.9,"mismatches":3,
-         "first_mismatches":[{"output":"y","index":3,"got":0.1,"want":0.2},{"output":"y","index":9,"got":0.0,"want":1.0,"unwritten":true}],
-         "failure":{"kind":"wrong_result","message":"y differs at 3 of 231 elements"}},
-        {"shape":"bench[0]","seed":1000,"ok":true,"max_abs_err":3e-6,"max_rel_err":4e-6,"mismatches":0,"first_mismatches":[],"after_timing":true}
-    ])");
+    using hone::core::protocol::Check;
+    using hone::core::protocol::FailureKind;
+    using hone::core::protocol::Mismatch;
+    std::vector<Check> checks(3);
+    checks[0].shape = "small[0]";
+    checks[0].seed = 1;
+    checks[0].ok = true;
+    checks[0].maxAbsErr = 1e-8;
+    checks[0].maxRelErr = 2e-7;
+    checks[1].shape = "small[1]";
+    checks[1].seed = 2;
+    checks[1].maxAbsErr = 0.5;
+    checks[1].maxRelErr = 0.9;
+    checks[1].mismatches = 3;
+    checks[1].firstMismatches = { Mismatch { "y", 3, 0.1, 0.2, false, {} }, Mismatch { "y", 9, 0.0, 1.0, true, {} } };
+    checks[1].failureKind = FailureKind::WrongResult;
+    checks[1].failureMessage = "y differs at 3 of 231 elements";
+    checks[2].shape = "bench[0]";
+    checks[2].seed = 1000;
+    checks[2].ok = true;
+    checks[2].maxAbsErr = 3e-6;
+    checks[2].maxRelErr = 4e-6;
+    checks[2].afterTiming = true;
     model.setChecks(checks);
     QCOMPARE(model.rowCount(), 3);
     QCOMPARE(model.columnCount(), 6);
@@ -803,7 +837,7 @@ void TestViewsInspector::correctnessModel()
     QVERIFY(!cell(0, 0, Qt::BackgroundRole).isValid());
     QCOMPARE(model.headerData(views::CorrectnessModel::MaxRelColumn, Qt::Horizontal).toString(),
         QStringLiteral("Max rel err"));
-    model.setChecks(nlohmann::json());
+    model.setChecks({});
     QCOMPARE(model.rowCount(), 0);
 }
 
@@ -1190,14 +1224,14 @@ void TestViewsInspector::inspectorOnRealSearch()
     QVERIFY(!inspector.diffView()->knobLines().isEmpty());
 
     inspector.tabs()->setCurrentIndex(views::Inspector::CorrectnessTab);
-    QCOMPARE(inspector.correctnessModel()->rowCount(), int(n.result["checks"].size()));
+    QCOMPARE(inspector.correctnessModel()->rowCount(), int(n.result->checks->size()));
     inspector.tabs()->setCurrentIndex(views::Inspector::TimingTab);
     if (n.status == views::NodeInfo::Status::Ok)
         QVERIFY(inspector.timingPlot()->summary().contains(
-            QStringLiteral("n=%1").arg(n.result["timing"]["samples_ns"].size())));
+            QStringLiteral("n=%1").arg(n.result->timing->stats.samplesNs.size())));
     inspector.tabs()->setCurrentIndex(views::Inspector::CompileTab);
     QCOMPARE(inspector.compileCommand(),
-        QString::fromStdString(n.result["compile"]["command"].get<std::string>()));
+        QString::fromStdString(*n.result->compile->command));
     inspector.tabs()->setCurrentIndex(views::Inspector::LlmTab);
     QCOMPARE(inspector.llmText(), QStringLiteral("Written by the knob synthesizer (no model call)."));
 }

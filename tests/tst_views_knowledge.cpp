@@ -519,7 +519,9 @@ void TestViewsKnowledge::hitsPanelSuggestsForANodeWithoutHits()
     // The node's outcome changes (now compute bound): the suggestions follow.
     views::NodeInfo updated = *data.node(1);
     updated.bound = QStringLiteral("compute");
-    updated.result["diagnosis"]["bound"] = "compute";
+    if (!updated.result)
+        updated.result.emplace();
+    updated.result->diagnosis = hone::core::protocol::Diagnosis { "compute", "", false, {} };
     QSignalSpy resetRows(panel.model(), &QAbstractItemModel::modelReset);
     data.apply({ { updated }, {} });
     QCOMPARE(resetRows.count(), 1);

@@ -98,6 +98,11 @@ NodeInfo node(qint64 id, qint64 parent, const QString& origin = QStringLiteral("
     return n;
 }
 
+hone::core::protocol::EvalResult typed(const json& result)
+{
+    return hone::core::protocol::EvalResult::fromJson(result);
+}
+
 NodeInfo evaluated(NodeInfo n, const json& result, double atSeconds)
 {
     applyResult(n, hone::core::protocol::EvalResult::fromJson(result));
@@ -159,7 +164,7 @@ SyntheticSession feed(SessionData& data, int count, int batches, std::mt19937& r
             NodeInfo pending = all[i];
             if (i > 0) {
                 pending.status = NodeInfo::Status::Pending;
-                pending.result = json();
+                pending.result.reset();
                 pending.intensity = pending.gflops = 0;
                 pending.evaluatedAtSeconds = -1;
             }
@@ -311,8 +316,8 @@ void TestViewsPlots::presets()
     QVERIFY(!DeviceLimits::forArch("sm_70"));
 
     auto archOf = [](const std::string& device) {
-        json r = { { "environment", { { "device", device } } } };
-        const auto d = DeviceLimits::fromResult(r);
+        json r = { { "status", "ok" }, { "environment", { { "device", device } } } };
+        const auto d = DeviceLimits::fromResult(typed(r));
         return d ? QString::fromStdString(d->arch) : QStringLiteral("none");
     };
     QCOMPARE(archOf(kH100), QStringLiteral("sm_90"));
@@ -321,9 +326,9 @@ void TestViewsPlots::presets()
     QCOMPARE(archOf("cuda: NVIDIA H200"), QStringLiteral("sm_90")); // by name, no arch in the string
     QCOMPARE(archOf(kCpuDevice), QStringLiteral("none"));
     QCOMPARE(archOf("cuda: Tesla V100 (sm_70, 80 SMs)"), QStringLiteral("none"));
-    QCOMPARE(QString::fromStdString(DeviceLimits::fromResult(cudaResult(1, occupancyKernel("k", 256, 32, 0, 0, 8, 1.0, "none")))->arch),
+    QCOMPARE(QString::fromStdString(DeviceLimits::fromResult(typed(cudaResult(1, occupancyKernel("k", 256, 32, 0, 0, 8, 1.0, "none"))))->arch),
         QStringLiteral("sm_90"));
-    QVERIFY(!DeviceLimits::fromResult(cpuResult(1, 1, 1, "memory")));
+    QVERIFY(!DeviceLimits::fromResult(typed(cpuResult(1, 1, 1, "memory"))));
 }
 
 // The worker's `occupancy` block as the CUDA backend writes it. No result from a real GPU run is
@@ -340,7 +345,7 @@ void TestViewsPlots::crossCheckWithWorkerReport()
         occupancyKernel("big_tile(float*)", 256, 32, 0, 100 * 1024, 2, 0.25, "shared memory"),
     });
     for (const auto& k : kernels) {
-        json r = cudaResult(1.5, k);
+        const auto r = typed(cudaResult(1.5, k));
         const auto launch = mainKernelLaunch(r);
         QVERIFY(launch);
         QCOMPARE(launch->name, k["name"].get<std::string>());
@@ -356,12 +361,12 @@ void TestViewsPlots::crossCheckWithWorkerReport()
     // Without `occupancy` the compiler's numbers stand in, with no block size.
     json r = cudaResult(1.5, kernels[0]);
     r.erase("occupancy");
-    const auto launch = mainKernelLaunch(r);
+    const auto launch = mainKernelLaunch(typed(r));
     QVERIFY(launch);
     QVERIFY(!launch->hasBlock);
     QCOMPARE(launch->resources.registers, 40);
-    QVERIFY(isCudaResult(r));
-    QVERIFY(!isCudaResult(cpuResult(1, 1, 1, "memory")));
+    QVERIFY(isCudaResult(typed(r)));
+    QVERIFY(!isCudaResult(typed(cpuResult(1, 1, 1, "memory"))));
 }
 
 void TestViewsPlots::rooflineEmptyState()
@@ -406,8 +411,8 @@ void TestViewsPlots::rooflinePointsAndCeilings()
     QCOMPARE(plot.categoryGraph(RooflinePlot::Unclassified)->dataCount(), s.byBound.at(QString()));
 
     // The ceilings: a bandwidth slope peak_gbps x I up to the ridge, then the flat compute roof.
-    const json& c = data.ceilings();
-    const double bw = c["peak_gbps"], peak = c["peak_gflops"];
+    const Ceilings& c = data.ceilings();
+    const double bw = c.peakGbps, peak = c.peakGflops;
     QCOMPARE(bw, 40.0);
     QCOMPARE(peak, 352.0);
     auto* slope = plot.bandwidthRoof()->data().data();
@@ -865,12 +870,12 @@ void TestViewsPlots::realCpuSession()
     QVERIFY(ok >= 1);
     QCOMPARE(roofline.pointCount(), ok);
     QVERIFY(!roofline.isEmptyState());
-    const double bw = data.ceilings()["peak_gbps"];
+    const double bw = data.ceilings().peakGbps;
     QVERIFY(bw > 0);
     auto* slope = roofline.bandwidthRoof()->data().data();
     for (auto it = slope->constBegin(); it != slope->constEnd(); ++it)
         QVERIFY(qFuzzyCompare(it->value, bw * it->key));
-    QCOMPARE(roofline.computeRoof()->data()->constBegin()->value, data.ceilings()["peak_gflops"].get<double>());
+    QCOMPARE(roofline.computeRoof()->data()->constBegin()->value, data.ceilings().peakGflops);
 
     sel.setCurrent(data.bestNode());
     QVERIFY(occupancy.isEmptyState());

@@ -153,16 +153,19 @@ private slots:
         QVERIFY(!ci.valid);
         QVERIFY(QString::fromStdString(ci.why).contains(QLatin1String("not paired")));
         QVERIFY(!core::pairedSpeedupInterval({}, {}).valid);
-        const auto noBase = core::speedupInterval(nlohmann::json {{"samples_ns", {1.0, 2.0}}, {"median_ns", 1.5}});
+        core::protocol::Timing unpaired;
+        unpaired.stats.samplesNs = {1.0, 2.0};
+        unpaired.stats.medianNs = 1.5;
+        const auto noBase = core::speedupInterval(unpaired);
         QVERIFY(!noBase.valid);
         QVERIFY(!noBase.why.empty());
 
         // On the worker's real result: the interval's median is the worker's own speedup.
-        const auto& timing = m_data.node(m_best)->result["timing"];
+        const auto& timing = *m_data.node(m_best)->result->timing;
         const auto real = core::speedupInterval(timing);
         QVERIFY2(real.valid, real.why.c_str());
         QCOMPARE(real.pairs, 25);
-        QVERIFY(std::fabs(real.median - timing["speedup"].get<double>()) < 1e-12);
+        QVERIFY(std::fabs(real.median - *timing.speedup) < 1e-12);
         QVERIFY(real.low <= real.median && real.median <= real.high);
     }
 
@@ -189,7 +192,7 @@ private slots:
         QVERIFY2(timing.contains(QLatin1String("95% CI")), qPrintable(timing));
         QVERIFY(timing.contains(QLatin1String("p10")));
         QVERIFY(timing.contains(QLatin1String("Baseline: median")));
-        const auto ci = core::speedupInterval(best->result["timing"]);
+        const auto ci = core::speedupInterval(*best->result->timing);
         QVERIFY2(timing.contains(QString::number(ci.low, 'f', 2) + QStringLiteral("x")), qPrintable(timing));
 
         QVERIFY(view.sectionText(QStringLiteral("occupancy")).startsWith(QLatin1String("not measured")));
@@ -200,7 +203,7 @@ private slots:
         QVERIFY(!roofline.contains(QLatin1String("not measured")));
 
         // Nothing evaluated yet: every section says so.
-        view.setResults(nlohmann::json(), nlohmann::json());
+        view.setResults(std::nullopt, std::nullopt);
         QCOMPARE(model->rowCount(), 0);
         QVERIFY(view.timingText().startsWith(QLatin1String("not measured")));
         QVERIFY(view.sectionText(QStringLiteral("roofline")).startsWith(QLatin1String("not measured")));
@@ -209,15 +212,27 @@ private slots:
     /// CUDA occupancy and profile deltas from results in the documented format.
     void evidenceCudaDeltas()
     {
-        const nlohmann::json base = {{"environment", {{"backend", "cuda"}}},
-            {"occupancy", {{"theoretical", 1.0}, {"limiter", "none"}, {"main_kernel", "softmax_naive"},
-                {"kernels", {{{"name", "softmax_naive"}, {"registers", 32}, {"static_smem", 0}, {"dynamic_smem", 0}}}}}}};
-        const nlohmann::json cand = {{"environment", {{"backend", "cuda"}}},
-            {"occupancy", {{"theoretical", 0.5}, {"limiter", "registers"}, {"main_kernel", "softmax_warp"},
-                {"kernels", {{{"name", "other"}, {"registers", 16}, {"static_smem", 0}, {"dynamic_smem", 0}},
-                    {{"name", "softmax_warp"}, {"registers", 64}, {"static_smem", 1024}, {"dynamic_smem", 1024}}}}}},
-            {"profile", {{"tool", "ncu"}, {"main", {{"name", "softmax_warp"}, {"dram_pct", 81.5}, {"sm_pct", 30.0},
-                {"achieved_occupancy_pct", 45.0}, {"stalls", {{{"reason", "long_scoreboard"}, {"pct", 40.0}}}}}}}}};
+        using namespace core::protocol;
+        auto kernel = [](std::string name, int64_t registers, int64_t staticSmem, int64_t dynamicSmem) {
+            LaunchOccupancy k;
+            k.name = std::move(name);
+            k.registers = registers;
+            k.staticSmem = staticSmem;
+            k.dynamicSmem = dynamicSmem;
+            return k;
+        };
+        auto cudaResult = [](Occupancy occupancy) {
+            EvalResult r;
+            r.status = EvalStatus::Ok;
+            r.environment = Environment {"cuda: test", "cuda", std::nullopt, std::nullopt, {}};
+            r.occupancy = std::move(occupancy);
+            return r;
+        };
+        const EvalResult base = cudaResult(Occupancy {{kernel("softmax_naive", 32, 0, 0)}, 1.0, "none", "softmax_naive", std::nullopt, {}});
+        EvalResult cand = cudaResult(Occupancy {{kernel("other", 16, 0, 0), kernel("softmax_warp", 64, 1024, 1024)}, 0.5,
+            "registers", "softmax_warp", std::nullopt, {}});
+        cand.profile = Profile {};
+        cand.profile->main = ProfiledKernel {"softmax_warp", 81.5, 30.0, 45.0, {Stall {"long_scoreboard", 40.0, {}}}, {}};
         const auto occ = views::occupancyDeltas(cand, base);
         QCOMPARE(occ.rows.size(), size_t(5));
         QCOMPARE(occ.rows[0].before, QStringLiteral("100.0%"));
@@ -234,7 +249,10 @@ private slots:
         QCOMPARE(prof.rows[0].after, QStringLiteral("81.5%"));
         QVERIFY(!prof.rows[0].measured);
         QCOMPARE(prof.rows[3].after, QStringLiteral("long_scoreboard 40.0%"));
-        const auto failed = views::profileDeltas(nlohmann::json {{"profile", {{"error", "ncu not found"}}}}, base);
+        EvalResult unprofiled = base;
+        unprofiled.profile = Profile {};
+        unprofiled.profile->error = "ncu not found";
+        const auto failed = views::profileDeltas(unprofiled, base);
         QVERIFY(failed.rows.empty());
         QCOMPARE(failed.why, QStringLiteral("not measured: ncu not found"));
     }
@@ -259,7 +277,7 @@ private slots:
         panel.justificationEdit()->setPlainText(QStringLiteral("timing spread from the shared test machine"));
         QSignalSpy approvedSpy(&panel, &views::ReviewPanel::approved);
         QTest::mouseClick(panel.approveButton(), Qt::LeftButton);
-        QVERIFY2(approvedSpy.count() == 1, qPrintable(panel.message()));
+        QVERIFY2(approvedSpy.count() == 1 || approvedSpy.wait(300000), qPrintable(panel.message()));
         QVERIFY2(panel.message().contains(QLatin1String("PyTorch op hone::")), qPrintable(panel.message()));
         const fs::path d = approvedSpy.at(0).at(1).toString().toStdString();
         for (const char* f : {"torch/problem.json", "torch/test_op.py", "torch/README.md", "torch/k0_config.cpp"})
@@ -293,7 +311,15 @@ private slots:
         panel.justificationEdit()->setPlainText(QStringLiteral("timing spread from the shared test machine"));
         const int before = approvalCount();
         QTest::mouseClick(panel.approveButton(), Qt::LeftButton);
-        QVERIFY2(approvedSpy.count() == 1, qPrintable(panel.message()));
+        // The export runs off the GUI thread: until it is done the buttons are off and the panel
+        // says what it is doing.
+        QVERIFY(panel.busy());
+        QVERIFY(!panel.approveButton()->isEnabled());
+        QVERIFY(!panel.rejectButton()->isEnabled());
+        QVERIFY2(panel.message().startsWith(QLatin1String("Exporting node")), qPrintable(panel.message()));
+        QVERIFY2(approvedSpy.count() == 1 || approvedSpy.wait(300000), qPrintable(panel.message()));
+        QVERIFY(!panel.busy());
+        QVERIFY(panel.approveButton()->isEnabled());
         const QString dir = root + QStringLiteral("/session-%1-node-%2").arg(m_session).arg(m_best);
         QCOMPARE(approvedSpy.at(0).at(0).toLongLong(), m_best);
         QCOMPARE(approvedSpy.at(0).at(1).toString(), dir);
@@ -529,7 +555,7 @@ extern "C" int hone_run(const hone_args* a)
         QTest::addRow("clean") << "{}" << "";
         QTest::addRow("noisy candidate") << R"({"timing":{"cv":0.25}})" << "noisy_timing";
         QTest::addRow("noisy baseline") << R"({"timing":{"baseline":{"cv":0.3}}})" << "noisy_timing";
-        QTest::addRow("noisy other shape") << R"({"shapes":[{"shape":"bench[1]","timing":{"cv":0.4}}]})" << "noisy_timing";
+        QTest::addRow("noisy other shape") << R"({"shapes":[{"index":1,"shape":"bench[1]","timing":{"median_ns":1000.0,"cv":0.4}}]})" << "noisy_timing";
         QTest::addRow("suspicious") << R"({"diagnosis":{"suspicious":true,"evidence":"under the floor"}})" << "suspicious";
         QTest::addRow("failing shape") << R"({"checks":[{"shape":"small[2]","seed":1,"ok":false}]})" << "failing_shape";
         QTest::addRow("slower shape") << R"({"objective":{"value":1.2,"slower_on":["bench[2]"]}})" << "slower_shape";
@@ -549,7 +575,7 @@ extern "C" int hone_run(const hone_args* a)
             {"baseline", {{"samples_ns", base}, {"median_ns", 3036.0}, {"cv", 0.01}}}}},
             {"diagnosis", {{"suspicious", false}}}, {"checks", {{{"shape", "small[0]"}, {"seed", 1}, {"ok", true}}}}};
         result.merge_patch(nlohmann::json::parse(patch.toStdString()));
-        const auto concerns = views::reviewConcerns(result);
+        const auto concerns = views::reviewConcerns(core::protocol::EvalResult::fromJson(result));
         if (kind.isEmpty()) {
             QVERIFY(concerns.empty());
             return;
@@ -568,14 +594,12 @@ extern "C" int hone_run(const hone_args* a)
         data.setStore(m_store.get());
         data.loadFromStore(*m_store, m_session);
         views::NodeInfo noisy = *data.node(m_best);
-        nlohmann::json cand = nlohmann::json::array(), base = nlohmann::json::array();
-        for (int i = 0; i < 25; ++i) {
-            cand.push_back(1000.0);
-            base.push_back(i < 10 ? 800.0 : 20000.0); // ten pairs slower than the baseline
-        }
-        noisy.result["timing"]["samples_ns"] = cand;
-        noisy.result["timing"]["baseline"]["samples_ns"] = base;
-        noisy.result["timing"]["cv"] = 0.98;
+        auto& timing = *noisy.result->timing;
+        timing.stats.samplesNs.assign(25, 1000.0);
+        timing.baseline->samplesNs.clear();
+        for (int i = 0; i < 25; ++i)
+            timing.baseline->samplesNs.push_back(i < 10 ? 800.0 : 20000.0); // ten pairs slower than the baseline
+        timing.stats.cv = 0.98;
         noisy.cv = 0.98;
         data.apply({{noisy}, {}});
 
@@ -615,7 +639,7 @@ extern "C" int hone_run(const hone_args* a)
         const QString why = QStringLiteral("re-timed on an idle node: CV 2%, interval 3.1x-3.4x");
         panel.justificationEdit()->setPlainText(why);
         QTest::mouseClick(panel.approveButton(), Qt::LeftButton);
-        QVERIFY2(approvedSpy.count() == 1, qPrintable(panel.message()));
+        QVERIFY2(approvedSpy.count() == 1 || approvedSpy.wait(300000), qPrintable(panel.message()));
         const auto rows = m_store->approvals(m_session);
         QCOMPARE(int(rows.size()), before + 1);
         QCOMPARE(QString::fromStdString(rows.back().justification), why);

@@ -218,7 +218,9 @@ private slots:
         review->noteEdit()->setPlainText("checked the diff and the timing spread");
         // A loaded machine may make the timing noisy: then the approval needs a justification.
         review->justificationEdit()->setPlainText("re-timed on a quiet machine: the spread was the load");
+        QSignalSpy approved(review, &hone::views::ReviewPanel::approved);
         QTest::mouseClick(review->approveButton(), Qt::LeftButton);
+        QVERIFY2(approved.count() == 1 || approved.wait(300000), qPrintable(review->message())); // exported off the GUI thread
         const auto approvals = store.approvals(session);
         QCOMPARE(approvals.size(), size_t(1));
         QCOMPARE(approvals[0].nodeId, winner);

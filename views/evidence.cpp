@@ -5,6 +5,7 @@
 #include <QGroupBox>
 #include <QHeaderView>
 #include <QLabel>
+#include <QLocale>
 #include <QScrollArea>
 #include <QTableView>
 #include <QTableWidget>
@@ -20,27 +21,26 @@ namespace {
 
 const QString kNotMeasured = QStringLiteral("not measured");
 
-const nlohmann::json& member(const nlohmann::json& j, const char* key)
+using core::protocol::EvalResult;
+
+/// A sub-object of a result, or null when the result or the part is missing.
+template <class T>
+const T* part(const MaybeResult& r, std::optional<T> EvalResult::*field)
 {
-    static const nlohmann::json null;
-    if (!j.is_object())
-        return null;
-    const auto it = j.find(key);
-    return it == j.end() ? null : *it;
+    return r && ((*r).*field) ? &*((*r).*field) : nullptr;
 }
 
-std::optional<double> number(const nlohmann::json& j, const char* key)
+template <class T, class V>
+std::optional<double> opt(const T* p, std::optional<V> T::*field)
 {
-    const auto& v = member(j, key);
-    if (!v.is_number())
+    if (!p || !(p->*field))
         return std::nullopt;
-    return v.get<double>();
+    return static_cast<double>(*(p->*field));
 }
 
-QString text(const nlohmann::json& j, const char* key)
+QString qs(const std::string& s)
 {
-    const auto& v = member(j, key);
-    return v.is_string() ? QString::fromStdString(v.get<std::string>()) : QString();
+    return QString::fromStdString(s);
 }
 
 QString fixed(double v, int digits)
@@ -96,47 +96,41 @@ MetricDelta textRow(const QString& name, const QString& before, const QString& a
     return d;
 }
 
-/// The headline kernel of an `occupancy` object: the one named main_kernel, else the first.
-const nlohmann::json& mainKernel(const nlohmann::json& occupancy)
+/// The headline kernel of an `occupancy`: the one named main_kernel, else the first.
+const core::protocol::LaunchOccupancy* mainKernel(const core::protocol::Occupancy* occupancy)
 {
-    static const nlohmann::json null;
-    const auto& kernels = member(occupancy, "kernels");
-    if (!kernels.is_array() || kernels.empty())
-        return null;
-    const QString name = text(occupancy, "main_kernel");
-    for (const auto& k : kernels)
-        if (text(k, "name") == name)
-            return k;
-    return kernels.front();
+    if (!occupancy || occupancy->kernels.empty())
+        return nullptr;
+    for (const auto& k : occupancy->kernels)
+        if (k.name == occupancy->mainKernel)
+            return &k;
+    return &occupancy->kernels.front();
 }
 
-std::optional<double> smemOf(const nlohmann::json& kernel)
+std::optional<double> smemOf(const core::protocol::LaunchOccupancy* kernel)
 {
-    const auto s = number(kernel, "static_smem");
-    const auto d = number(kernel, "dynamic_smem");
-    if (!s && !d)
+    if (!kernel || (!kernel->staticSmem && !kernel->dynamicSmem))
         return std::nullopt;
-    return s.value_or(0) + d.value_or(0);
+    return static_cast<double>(kernel->staticSmem.value_or(0) + kernel->dynamicSmem.value_or(0));
 }
 
-QString stallsOf(const nlohmann::json& main)
+QString stallsOf(const core::protocol::ProfiledKernel* main)
 {
-    const auto& stalls = member(main, "stalls");
-    if (!stalls.is_array())
+    if (!main)
         return {};
     QStringList parts;
-    for (const auto& s : stalls)
-        parts << text(s, "reason") + QStringLiteral(" ") + fixed(number(s, "pct").value_or(0), 1) + QStringLiteral("%");
+    for (const auto& s : main->stalls)
+        parts << qs(s.reason) + QStringLiteral(" ") + fixed(s.pct, 1) + QStringLiteral("%");
     return parts.join(QStringLiteral(", "));
 }
 
-QString notTimedReason(const nlohmann::json& candidate)
+QString notTimedReason(const MaybeResult& candidate)
 {
-    if (candidate.is_null())
+    if (!candidate)
         return QStringLiteral("not measured: the candidate has not been evaluated yet");
-    const auto& failure = member(candidate, "failure");
-    if (failure.is_object())
-        return QStringLiteral("not measured: the candidate failed (%1 in %2)").arg(text(failure, "kind"), text(failure, "stage"));
+    if (const auto& f = candidate->failure)
+        return QStringLiteral("not measured: the candidate failed (%1 in %2)")
+            .arg(QLatin1String(core::protocol::failureKindName(f->kind)), qs(f->stage));
     return QStringLiteral("not measured: the evaluation has no timing stage");
 }
 
@@ -155,133 +149,132 @@ QString formatNs(double ns)
     return QString::number(ns / 1e9, 'g', 3) + QStringLiteral(" s");
 }
 
-DeltaSection rooflineDeltas(const nlohmann::json& candidate, const nlohmann::json& baseline)
+DeltaSection rooflineDeltas(const MaybeResult& candidate, const MaybeResult& baseline)
 {
+    using core::protocol::Roofline;
     DeltaSection s;
-    const auto& after = member(candidate, "roofline");
-    const auto& before = member(baseline, "roofline");
-    if (!after.is_object()) {
-        s.why = candidate.is_null() ? QStringLiteral("not measured: the candidate has not been evaluated yet")
-                                    : QStringLiteral("not measured: the candidate has no roofline (it was not timed)");
+    const Roofline* after = part(candidate, &EvalResult::roofline);
+    const Roofline* before = part(baseline, &EvalResult::roofline);
+    if (!after) {
+        s.why = !candidate ? QStringLiteral("not measured: the candidate has not been evaluated yet")
+                           : QStringLiteral("not measured: the candidate has no roofline (it was not timed)");
         return s;
     }
     auto fmt1 = [](double v) { return QString::number(v, 'g', 3); };
-    s.rows.push_back(numericRow(QStringLiteral("intensity (FLOP/B)"), number(before, "intensity"), number(after, "intensity"), fmt1));
-    s.rows.push_back(numericRow(QStringLiteral("GFLOP/s"), number(before, "gflops"), number(after, "gflops"), fmt1));
-    s.rows.push_back(numericRow(QStringLiteral("GB/s"), number(before, "gbps"), number(after, "gbps"), fmt1));
-    s.rows.push_back(numericRow(QStringLiteral("% of bandwidth"), number(before, "frac_bandwidth"),
-        number(after, "frac_bandwidth"), percent, true));
-    s.rows.push_back(numericRow(QStringLiteral("% of compute"), number(before, "frac_compute"),
-        number(after, "frac_compute"), percent, true));
-    s.rows.push_back(textRow(QStringLiteral("bound"), text(member(baseline, "diagnosis"), "bound"),
-        text(member(candidate, "diagnosis"), "bound")));
+    s.rows.push_back(numericRow(QStringLiteral("intensity (FLOP/B)"), opt(before, &Roofline::intensity),
+        opt(after, &Roofline::intensity), fmt1));
+    s.rows.push_back(numericRow(QStringLiteral("GFLOP/s"), opt(before, &Roofline::gflops), opt(after, &Roofline::gflops), fmt1));
+    s.rows.push_back(numericRow(QStringLiteral("GB/s"), opt(before, &Roofline::gbps), opt(after, &Roofline::gbps), fmt1));
+    s.rows.push_back(numericRow(QStringLiteral("% of bandwidth"), opt(before, &Roofline::fracBandwidth),
+        opt(after, &Roofline::fracBandwidth), percent, true));
+    s.rows.push_back(numericRow(QStringLiteral("% of compute"), opt(before, &Roofline::fracCompute),
+        opt(after, &Roofline::fracCompute), percent, true));
+    s.rows.push_back(textRow(QStringLiteral("bound"), baseline ? qs(baseline->bound()) : QString(), qs(candidate->bound())));
     return s;
 }
 
-DeltaSection occupancyDeltas(const nlohmann::json& candidate, const nlohmann::json& baseline)
+DeltaSection occupancyDeltas(const MaybeResult& candidate, const MaybeResult& baseline)
 {
+    using core::protocol::LaunchOccupancy;
+    using core::protocol::Occupancy;
     DeltaSection s;
-    const auto& after = member(candidate, "occupancy");
-    const auto& before = member(baseline, "occupancy");
-    if (!after.is_object()) {
-        const QString backend = text(member(candidate, "environment"), "backend");
-        s.why = backend == QLatin1String("cpu") || backend.isEmpty()
+    const Occupancy* after = part(candidate, &EvalResult::occupancy);
+    const Occupancy* before = part(baseline, &EvalResult::occupancy);
+    if (!after) {
+        const std::string backend = candidate ? candidate->backend() : std::string();
+        s.why = backend == "cpu" || backend.empty()
             ? QStringLiteral("not measured: occupancy is measured for CUDA candidates only")
             : QStringLiteral("not measured: the evaluation recorded no launch (it was not timed)");
         return s;
     }
-    if (after.contains("error")) {
-        s.why = QStringLiteral("not measured: ") + text(after, "error");
+    if (after->error) {
+        s.why = QStringLiteral("not measured: ") + qs(*after->error);
         return s;
     }
-    const auto& ka = mainKernel(after);
-    const auto& kb = mainKernel(before);
-    s.rows.push_back(numericRow(QStringLiteral("theoretical occupancy"), number(before, "theoretical"),
-        number(after, "theoretical"), percent, true));
-    s.rows.push_back(numericRow(QStringLiteral("registers per thread"), number(kb, "registers"), number(ka, "registers"),
-        [](double v) { return QString::number(static_cast<qint64>(v)); }));
+    const LaunchOccupancy* ka = mainKernel(after);
+    const LaunchOccupancy* kb = mainKernel(before);
+    s.rows.push_back(numericRow(QStringLiteral("theoretical occupancy"), opt(before, &Occupancy::theoretical),
+        opt(after, &Occupancy::theoretical), percent, true));
+    s.rows.push_back(numericRow(QStringLiteral("registers per thread"), opt(kb, &LaunchOccupancy::registers),
+        opt(ka, &LaunchOccupancy::registers), [](double v) { return QString::number(static_cast<qint64>(v)); }));
     s.rows.push_back(numericRow(QStringLiteral("shared memory per block"), smemOf(kb), smemOf(ka), bytes));
-    s.rows.push_back(textRow(QStringLiteral("limiter"), text(before, "limiter"), text(after, "limiter")));
-    s.rows.push_back(textRow(QStringLiteral("main kernel"), text(before, "main_kernel"), text(after, "main_kernel")));
+    s.rows.push_back(textRow(QStringLiteral("limiter"), before ? qs(before->limiter) : QString(), qs(after->limiter)));
+    s.rows.push_back(textRow(QStringLiteral("main kernel"), before ? qs(before->mainKernel) : QString(), qs(after->mainKernel)));
     return s;
 }
 
-DeltaSection profileDeltas(const nlohmann::json& candidate, const nlohmann::json& baseline)
+DeltaSection profileDeltas(const MaybeResult& candidate, const MaybeResult& baseline)
 {
+    using core::protocol::ProfiledKernel;
     DeltaSection s;
-    const auto& after = member(candidate, "profile");
-    const auto& before = member(baseline, "profile");
-    if (!after.is_object()) {
+    const core::protocol::Profile* after = part(candidate, &EvalResult::profile);
+    const core::protocol::Profile* before = part(baseline, &EvalResult::profile);
+    if (!after) {
         s.why = QStringLiteral("not measured: no profiler stage ran for this candidate (CUDA only; `hone bench` "
                                "profiles the best kernel)");
         return s;
     }
-    if (after.contains("error")) {
-        s.why = QStringLiteral("not measured: ") + text(after, "error");
+    if (!after->error.empty()) {
+        s.why = QStringLiteral("not measured: ") + qs(after->error);
         return s;
     }
-    const auto& ma = member(after, "main");
-    const auto& mb = member(before, "main");
+    const ProfiledKernel* ma = after->main ? &*after->main : nullptr;
+    const ProfiledKernel* mb = before && before->main ? &*before->main : nullptr;
     auto pct = [](double v) { return fixed(v, 1) + QStringLiteral("%"); };
     auto asFraction = [](std::optional<double> v) { return v ? std::optional<double>(*v / 100.0) : v; };
-    s.rows.push_back(numericRow(QStringLiteral("DRAM throughput"), asFraction(number(mb, "dram_pct")),
-        asFraction(number(ma, "dram_pct")), [&](double v) { return pct(100.0 * v); }, true));
-    s.rows.push_back(numericRow(QStringLiteral("SM throughput"), asFraction(number(mb, "sm_pct")),
-        asFraction(number(ma, "sm_pct")), [&](double v) { return pct(100.0 * v); }, true));
-    s.rows.push_back(numericRow(QStringLiteral("achieved occupancy"), asFraction(number(mb, "achieved_occupancy_pct")),
-        asFraction(number(ma, "achieved_occupancy_pct")), [&](double v) { return pct(100.0 * v); }, true));
+    auto row = [&](const QString& name, std::optional<double> ProfiledKernel::*field) {
+        s.rows.push_back(numericRow(name, asFraction(opt(mb, field)), asFraction(opt(ma, field)),
+            [&](double v) { return pct(100.0 * v); }, true));
+    };
+    row(QStringLiteral("DRAM throughput"), &ProfiledKernel::dramPct);
+    row(QStringLiteral("SM throughput"), &ProfiledKernel::smPct);
+    row(QStringLiteral("achieved occupancy"), &ProfiledKernel::achievedOccupancyPct);
     s.rows.push_back(textRow(QStringLiteral("top stalls"), stallsOf(mb), stallsOf(ma)));
     return s;
 }
 
-QString timingSummary(const nlohmann::json& candidate)
+QString timingSummary(const MaybeResult& candidate)
 {
-    const auto& timing = member(candidate, "timing");
-    if (!timing.is_object() || !number(timing, "median_ns"))
+    if (!candidate || !candidate->timing)
         return notTimedReason(candidate);
-    auto side = [](const nlohmann::json& t) {
+    const core::protocol::Timing& timing = *candidate->timing;
+    auto side = [](const core::protocol::SampleStats& t) {
         return QStringLiteral("median %1 (p10 %2 – p90 %3, CV %4%)")
-            .arg(formatNs(number(t, "median_ns").value_or(0)), formatNs(number(t, "p10_ns").value_or(0)),
-                formatNs(number(t, "p90_ns").value_or(0)), fixed(100.0 * number(t, "cv").value_or(0), 1));
+            .arg(formatNs(t.medianNs), formatNs(t.p10Ns.value_or(0)), formatNs(t.p90Ns.value_or(0)),
+                fixed(100.0 * t.cv.value_or(0), 1));
     };
-    const auto& samples = member(timing, "samples_ns");
     QStringList lines;
-    lines << QStringLiteral("Candidate: ") + side(timing)
-            + (samples.is_array() ? QStringLiteral(", n=%1").arg(samples.size()) : QString());
-    const auto& base = member(timing, "baseline");
-    if (!base.is_object()) {
+    lines << QStringLiteral("Candidate: ") + side(timing.stats) + QStringLiteral(", n=%1").arg(timing.stats.samplesNs.size());
+    if (!timing.baseline) {
         lines << QStringLiteral("Baseline: not measured with this candidate");
         return lines.join(QLatin1Char('\n'));
     }
-    lines << QStringLiteral("Baseline: ") + side(base);
-    const double speedup = number(timing, "speedup").value_or(0);
+    lines << QStringLiteral("Baseline: ") + side(*timing.baseline);
+    const double speedup = timing.speedup.value_or(0);
     const core::SpeedupInterval ci = core::speedupInterval(timing);
     QString s = QStringLiteral("Speedup %1x").arg(fixed(speedup, 2));
     if (ci.valid)
         s += QStringLiteral(", 95% CI %1x – %2x (median of %3 paired ratios, exact coverage %4%)")
                  .arg(fixed(ci.low, 2), fixed(ci.high, 2), QString::number(ci.pairs), fixed(100.0 * ci.coverage, 1));
     else
-        s += QStringLiteral(" (no interval: %1)").arg(QString::fromStdString(ci.why));
+        s += QStringLiteral(" (no interval: %1)").arg(qs(ci.why));
     lines << s;
     return lines.join(QLatin1Char('\n'));
 }
 
 // ---- CorrectnessMatrixModel ----------------------------------------------------------------
 
-void CorrectnessMatrixModel::setResult(const nlohmann::json& result)
+void CorrectnessMatrixModel::setResult(const MaybeResult& result)
 {
     beginResetModel();
     m_shapes.clear();
     m_columns.clear();
     m_cells.clear();
-    const auto& checks = member(result, "checks");
-    if (checks.is_array()) {
-        for (const auto& c : checks) {
-            const QString shape = text(c, "shape");
-            const auto seed = member(c, "seed");
-            const QString column = QStringLiteral("seed ") + QString::fromStdString(seed.dump())
-                + (member(c, "after_timing").is_boolean() && c["after_timing"].get<bool>() ? QStringLiteral(" (after timing)")
-                                                                                           : QString());
+    if (result && result->checks) {
+        for (const auto& c : *result->checks) {
+            const QString shape = qs(c.shape);
+            const QString column = QStringLiteral("seed %1").arg(c.seed)
+                + (c.afterTiming ? QStringLiteral(" (after timing)") : QString());
             qsizetype row = m_shapes.indexOf(shape);
             if (row < 0) {
                 m_shapes << shape;
@@ -311,22 +304,22 @@ int CorrectnessMatrixModel::columnCount(const QModelIndex& parent) const
     return parent.isValid() ? 0 : static_cast<int>(m_columns.size());
 }
 
-const nlohmann::json* CorrectnessMatrixModel::check(int row, int column) const
+const core::protocol::Check* CorrectnessMatrixModel::check(int row, int column) const
 {
     if (row < 0 || column < 0 || row >= rowCount() || column >= columnCount())
         return nullptr;
     const auto& c = m_cells[static_cast<size_t>(row)][static_cast<size_t>(column)];
-    return c.is_null() ? nullptr : &c;
+    return c ? &*c : nullptr;
 }
 
 QVariant CorrectnessMatrixModel::data(const QModelIndex& index, int role) const
 {
     if (!index.isValid())
         return {};
-    const nlohmann::json* c = check(index.row(), index.column());
+    const core::protocol::Check* c = check(index.row(), index.column());
     if (!c)
         return role == Qt::ToolTipRole ? QVariant(QStringLiteral("not checked")) : QVariant();
-    const bool ok = member(*c, "ok").is_boolean() && (*c)["ok"].get<bool>();
+    const bool ok = c->ok;
     switch (role) {
     case Qt::DisplayRole:
         return ok ? QStringLiteral("ok") : QStringLiteral("err");
@@ -336,17 +329,16 @@ QVariant CorrectnessMatrixModel::data(const QModelIndex& index, int role) const
         return QBrush(ok ? QColor(0xd8, 0xf0, 0xd8) : QColor(0xf6, 0xd0, 0xd0));
     case Qt::ToolTipRole: {
         QString tip = QStringLiteral("max abs err %1, max rel err %2, mismatches %3")
-                          .arg(QString::number(number(*c, "max_abs_err").value_or(0), 'g', 3),
-                              QString::number(number(*c, "max_rel_err").value_or(0), 'g', 3),
-                              QString::number(static_cast<qint64>(number(*c, "mismatches").value_or(0))));
-        if (const auto& f = member(*c, "failure"); f.is_object())
-            tip += QStringLiteral("\n") + text(f, "kind") + QStringLiteral(": ") + text(f, "message");
-        const auto& first = member(*c, "first_mismatches");
-        if (first.is_array())
-            for (const auto& m : first)
-                tip += QStringLiteral("\n%1[%2]: got %3, want %4")
-                           .arg(text(m, "output"), QString::fromStdString(member(m, "index").dump()),
-                               QString::fromStdString(member(m, "got").dump()), QString::fromStdString(member(m, "want").dump()));
+                          .arg(QString::number(c->maxAbsErr.value_or(0), 'g', 3),
+                              QString::number(c->maxRelErr.value_or(0), 'g', 3), QString::number(c->mismatches));
+        if (c->failureKind)
+            tip += QStringLiteral("\n") + QLatin1String(core::protocol::failureKindName(*c->failureKind))
+                + QStringLiteral(": ") + qs(c->failureMessage);
+        // A NaN travels as null: it reads "null", as the result file has it.
+        auto value = [](const std::optional<double>& v) { return v ? QString::number(*v, 'g', QLocale::FloatingPointShortest) : QStringLiteral("null"); };
+        for (const auto& m : c->firstMismatches)
+            tip += QStringLiteral("\n%1[%2]: got %3, want %4")
+                       .arg(qs(m.output), QString::number(m.index), value(m.got), value(m.want));
         return tip;
     }
     default:
@@ -452,19 +444,18 @@ void EvidenceView::fill(Section& s, DeltaSection deltas)
 
 void EvidenceView::clear()
 {
-    setResults(nlohmann::json(), nlohmann::json());
+    setResults(std::nullopt, std::nullopt);
 }
 
-void EvidenceView::setResults(const nlohmann::json& candidate, const nlohmann::json& baseline)
+void EvidenceView::setResults(const MaybeResult& candidate, const MaybeResult& baseline)
 {
     m_correctness->setResult(candidate);
     const bool checked = m_correctness->rowCount() > 0;
-    m_correctnessState->setText(candidate.is_null()
+    m_correctnessState->setText(!candidate
             ? tr("not measured: the candidate has not been evaluated yet")
             : tr("not measured: the candidate failed before its checks (%1)")
-                  .arg(QString::fromStdString(member(member(candidate, "failure"), "kind").is_string()
-                          ? candidate["failure"]["kind"].get<std::string>()
-                          : std::string("no checks in the result"))));
+                  .arg(candidate->failure ? QLatin1String(core::protocol::failureKindName(candidate->failure->kind))
+                                          : QLatin1String("no checks in the result")));
     m_correctnessState->setVisible(!checked);
     m_correctnessView->setVisible(checked);
     m_timing->setText(timingSummary(candidate));

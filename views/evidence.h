@@ -1,5 +1,6 @@
 #pragma once
 
+#include "core/eval_result.h"
 #include "core/export_bundle.h"
 
 #include <QAbstractTableModel>
@@ -7,8 +8,7 @@
 #include <QStringList>
 #include <QWidget>
 
-#include <nlohmann/json.hpp>
-
+#include <optional>
 #include <vector>
 
 class QGroupBox;
@@ -33,16 +33,19 @@ struct DeltaSection {
     QString why;
 };
 
+/// A worker result, or none (not evaluated yet).
+using MaybeResult = std::optional<core::protocol::EvalResult>;
+
 /// Intensity, GFLOP/s, % bandwidth, % compute and bound of two worker results.
-DeltaSection rooflineDeltas(const nlohmann::json& candidate, const nlohmann::json& baseline);
+DeltaSection rooflineDeltas(const MaybeResult& candidate, const MaybeResult& baseline);
 /// CUDA only: theoretical occupancy, registers, shared memory, limiter of the main kernel.
-DeltaSection occupancyDeltas(const nlohmann::json& candidate, const nlohmann::json& baseline);
+DeltaSection occupancyDeltas(const MaybeResult& candidate, const MaybeResult& baseline);
 /// CUDA `profile` (Nsight Compute): DRAM %, SM %, achieved occupancy, top stalls.
-DeltaSection profileDeltas(const nlohmann::json& candidate, const nlohmann::json& baseline);
+DeltaSection profileDeltas(const MaybeResult& candidate, const MaybeResult& baseline);
 
 /// The timing paragraph: medians with p10–p90 of both sides and the speedup with its 95%
-/// interval (core::speedupInterval over timing.samples_ns and timing.baseline.samples_ns).
-QString timingSummary(const nlohmann::json& candidate);
+/// interval (core::speedupInterval over the candidate's and the baseline's samples).
+QString timingSummary(const MaybeResult& candidate);
 /// 850 ns, 12.3 µs, 1.23 ms, 1.23 s.
 QString formatNs(double ns);
 
@@ -52,7 +55,7 @@ class CorrectnessMatrixModel : public QAbstractTableModel {
     Q_OBJECT
 public:
     using QAbstractTableModel::QAbstractTableModel;
-    void setResult(const nlohmann::json& result);
+    void setResult(const MaybeResult& result);
 
     int rowCount(const QModelIndex& parent = {}) const override;
     int columnCount(const QModelIndex& parent = {}) const override;
@@ -60,12 +63,12 @@ public:
     QVariant headerData(int section, Qt::Orientation orientation, int role = Qt::DisplayRole) const override;
 
     /// The check at (row, column), or null.
-    const nlohmann::json* check(int row, int column) const;
+    const core::protocol::Check* check(int row, int column) const;
 
 private:
     QStringList m_shapes;
     QStringList m_columns;                       // "seed 1", ..., "seed 4 (after timing)"
-    std::vector<std::vector<nlohmann::json>> m_cells; // [row][column], null when not checked
+    std::vector<std::vector<std::optional<core::protocol::Check>>> m_cells; // [row][column], none when not checked
 };
 
 /// The evidence of a candidate against the baseline: correctness matrix, timing with its
@@ -76,8 +79,8 @@ class EvidenceView : public QWidget {
 public:
     explicit EvidenceView(QWidget* parent = nullptr);
 
-    /// `candidate` and `baseline` are worker results (NodeInfo::result); either may be null.
-    void setResults(const nlohmann::json& candidate, const nlohmann::json& baseline);
+    /// `candidate` and `baseline` are worker results (NodeInfo::result); either may be none.
+    void setResults(const MaybeResult& candidate, const MaybeResult& baseline);
     void clear();
 
     CorrectnessMatrixModel* correctnessModel() const { return m_correctness; }

@@ -13,6 +13,7 @@
 #include <QLabel>
 #include <QLineEdit>
 #include <QListWidget>
+#include <QLocale>
 #include <QPlainTextEdit>
 #include <QPushButton>
 #include <QRegularExpression>
@@ -31,25 +32,23 @@ namespace hone::views {
 
 namespace {
 
-const nlohmann::json& member(const nlohmann::json& j, const char* key)
+using core::protocol::CompileMessage;
+
+QString qs(const std::string& s)
 {
-    static const nlohmann::json null;
-    if (!j.is_object())
-        return null;
-    auto it = j.find(key);
-    return it != j.end() ? *it : null;
+    return QString::fromStdString(s);
 }
 
-QString text(const nlohmann::json& j, const char* key)
+/// A string field of a stored LLM prompt (the request as sent: {"system", "messages": [...]}).
+QString promptText(const nlohmann::json& j, const char* key)
 {
-    const auto& v = member(j, key);
-    return v.is_string() ? QString::fromStdString(v.get<std::string>()) : QString();
+    const auto it = j.is_object() ? j.find(key) : j.end();
+    return j.is_object() && it != j.end() && it->is_string() ? QString::fromStdString(it->get<std::string>()) : QString();
 }
 
-double number(const nlohmann::json& j, const char* key)
+QString number(const std::optional<double>& v)
 {
-    const auto& v = member(j, key);
-    return v.is_number() ? v.get<double>() : 0.0;
+    return v ? QString::number(*v, 'g', QLocale::FloatingPointShortest) : QStringLiteral("null");
 }
 
 QString valueText(const nlohmann::json& v)
@@ -100,44 +99,35 @@ QStandardItem* readOnlyItem(const QString& s)
 // ---------------------------------------------------------------------------------------------
 // CorrectnessModel
 
-void CorrectnessModel::setChecks(const nlohmann::json& checks)
+void CorrectnessModel::setChecks(const std::vector<core::protocol::Check>& checks)
 {
     beginResetModel();
     m_rows.clear();
-    if (checks.is_array()) {
-        for (const auto& c : checks) {
-            if (!c.is_object())
-                continue;
-            Row r;
-            r.shape = text(c, "shape");
-            if (member(c, "after_timing").is_boolean() && member(c, "after_timing").get<bool>())
-                r.shape += tr(" (after timing)");
-            r.seed = static_cast<qint64>(number(c, "seed"));
-            r.ok = member(c, "ok").is_boolean() && member(c, "ok").get<bool>();
-            r.maxAbs = number(c, "max_abs_err");
-            r.maxRel = number(c, "max_rel_err");
-            r.mismatches = static_cast<qint64>(number(c, "mismatches"));
-            QStringList lines;
-            if (const auto& f = member(c, "failure"); f.is_object())
-                lines << tr("%1: %2").arg(text(f, "kind"), text(f, "message"));
-            const auto& first = member(c, "first_mismatches");
-            if (first.is_array() && !first.empty()) {
-                lines << tr("First mismatches:");
-                for (const auto& m : first) {
-                    const QString where = QStringLiteral("%1[%2]")
-                                              .arg(text(m, "output"))
-                                              .arg(static_cast<qint64>(number(m, "index")));
-                    if (member(m, "unwritten").is_boolean() && member(m, "unwritten").get<bool>())
-                        lines << tr("  %1: never written (want %2)")
-                                     .arg(where, QString::number(number(m, "want"), 'g', 7));
-                    else
-                        lines << tr("  %1: got %2, want %3")
-                                     .arg(where, valueText(member(m, "got")), valueText(member(m, "want")));
-                }
+    for (const auto& c : checks) {
+        Row r;
+        r.shape = qs(c.shape);
+        if (c.afterTiming)
+            r.shape += tr(" (after timing)");
+        r.seed = static_cast<qint64>(c.seed);
+        r.ok = c.ok;
+        r.maxAbs = c.maxAbsErr.value_or(0.0);
+        r.maxRel = c.maxRelErr.value_or(0.0);
+        r.mismatches = static_cast<qint64>(c.mismatches);
+        QStringList lines;
+        if (c.failureKind)
+            lines << tr("%1: %2").arg(QLatin1String(core::protocol::failureKindName(*c.failureKind)), qs(c.failureMessage));
+        if (!c.firstMismatches.empty()) {
+            lines << tr("First mismatches:");
+            for (const auto& m : c.firstMismatches) {
+                const QString where = QStringLiteral("%1[%2]").arg(qs(m.output)).arg(static_cast<qint64>(m.index));
+                if (m.unwritten)
+                    lines << tr("  %1: never written (want %2)").arg(where, QString::number(m.want.value_or(0.0), 'g', 7));
+                else
+                    lines << tr("  %1: got %2, want %3").arg(where, number(m.got), number(m.want));
             }
-            r.details = lines.isEmpty() ? tr("No mismatches.") : lines.join(QLatin1Char('\n'));
-            m_rows.push_back(std::move(r));
         }
+        r.details = lines.isEmpty() ? tr("No mismatches.") : lines.join(QLatin1Char('\n'));
+        m_rows.push_back(std::move(r));
     }
     endResetModel();
 }
@@ -493,10 +483,9 @@ void Inspector::fillHeader()
     m_header->setText(html.join(QStringLiteral(" · ")));
 
     QStringList details;
-    const auto& diagnosis = member(n.result, "diagnosis");
     if (n.status == NodeInfo::Status::Failed && !n.failureMessage.isEmpty())
         details << n.failureMessage;
-    if (const QString evidence = text(diagnosis, "evidence"); !evidence.isEmpty())
+    if (const QString evidence = n.result ? qs(n.result->evidence()) : QString(); !evidence.isEmpty())
         details << evidence;
     if (n.status == NodeInfo::Status::Pending && n.id != 0)
         details << tr("Waiting for its evaluation.");
@@ -550,11 +539,10 @@ void Inspector::fillSource()
         m_sourceHashShown = n.sourceHash;
     }
     m_source->clearMarks();
-    const auto& messages = member(member(n.result, "compile"), "messages");
-    if (messages.is_array())
-        for (const auto& m : messages)
+    if (n.result && n.result->compile)
+        for (const auto& m : n.result->compile->messages)
             if (messageInCandidate(m))
-                m_source->markLine(static_cast<int>(number(m, "line")), text(m, "severity"));
+                m_source->markLine(static_cast<int>(m.line), qs(m.severity));
 
     const NodeInfo* parent = m_data->node(n.parent);
     const bool parentHasKnobs = parent && !parent->sourceHash.isEmpty();
@@ -637,12 +625,12 @@ void Inspector::fillDiff()
     m_diff->setSides(left, right);
 }
 
-bool Inspector::messageInCandidate(const nlohmann::json& message) const
+bool Inspector::messageInCandidate(const CompileMessage& message) const
 {
     const NodeInfo* n = current();
-    if (!n || number(message, "line") <= 0)
+    if (!n || message.line <= 0)
         return false;
-    const QString file = text(message, "file");
+    const QString file = qs(message.file.value_or(std::string()));
     if (file.isEmpty())
         return true;
     // The worker compiles the candidate under its own name, made safe for a file system.
@@ -657,12 +645,11 @@ bool Inspector::messageInCandidate(const nlohmann::json& message) const
 void Inspector::fillCompile()
 {
     const NodeInfo& n = *current();
-    const auto& compile = member(n.result, "compile");
     m_messageNote->hide();
     m_messages->clear();
     m_resourceModel->removeRows(0, m_resourceModel->rowCount());
-    m_messageList = nlohmann::json::array();
-    if (!compile.is_object()) {
+    m_messageList.clear();
+    if (!n.result || !n.result->compile) {
         m_command->clear();
         QString why = n.id == 0 ? tr("The root is not compiled.")
             : n.status == NodeInfo::Status::Pending
@@ -673,87 +660,85 @@ void Inspector::fillCompile()
         m_resourceTable->hide();
         return;
     }
-    m_command->setText(text(compile, "command"));
+    const core::protocol::CompileInfo& compile = *n.result->compile;
+    m_command->setText(qs(compile.command.value_or(std::string())));
     m_command->setCursorPosition(0);
-    QString log = text(compile, "log");
-    if (member(compile, "cached").is_boolean() && member(compile, "cached").get<bool>())
+    QString log = qs(compile.log.value_or(std::string()));
+    if (compile.cached)
         log = tr("(the build came from the compile cache)\n") + log;
     if (log.isEmpty())
         log = tr("(the compiler printed nothing)");
     // HIP: the code-object analysis's failure, and the ISA (llvm-objdump) after the log.
-    if (const auto& r = member(compile, "resources"); r.is_object() && r.contains("error"))
-        log += QStringLiteral("\n") + text(r, "error");
-    if (const QString isa = text(compile, "isa"); !isa.isEmpty())
-        log += tr("\n--- ISA (llvm-objdump -d) ---\n") + isa;
+    if (compile.resourcesError)
+        log += QStringLiteral("\n") + qs(*compile.resourcesError);
+    if (compile.isa && !compile.isa->empty())
+        log += tr("\n--- ISA (llvm-objdump -d) ---\n") + qs(*compile.isa);
     m_log->setPlainText(log);
 
-    const auto& messages = member(compile, "messages");
-    if (messages.is_array())
-        m_messageList = messages;
+    m_messageList = compile.messages;
     for (const auto& m : m_messageList) {
-        const QString severity = text(m, "severity");
-        const int line = static_cast<int>(number(m, "line"));
-        const int column = static_cast<int>(number(m, "column"));
-        QString where = QFileInfo(text(m, "file")).fileName();
+        const QString severity = qs(m.severity);
+        const int line = static_cast<int>(m.line);
+        const int column = static_cast<int>(m.column);
+        const QString file = qs(m.file.value_or(std::string()));
+        QString where = QFileInfo(file).fileName();
         if (line > 0)
             where += QStringLiteral(":%1").arg(line)
                 + (column > 0 ? QStringLiteral(":%1").arg(column) : QString());
         auto* item = new QListWidgetItem(
-            QStringLiteral("%1  %2: %3").arg(where, severity, text(m, "text")), m_messages);
+            QStringLiteral("%1  %2: %3").arg(where, severity, qs(m.text)), m_messages);
         const bool error = severity.contains(QLatin1String("error"));
         item->setForeground(error                      ? QColor(0xc6, 0x28, 0x28)
                 : severity == QLatin1String("warning") ? QColor(0xb2, 0x6a, 0x00)
                                                        : QColor(0x42, 0x42, 0x42));
         if (!messageInCandidate(m)) {
             item->setForeground(QColor(0x9e, 0x9e, 0x9e));
-            item->setToolTip(tr("About %1, not the candidate's source").arg(text(m, "file")));
+            item->setToolTip(tr("About %1, not the candidate's source").arg(file));
         } else {
             item->setToolTip(tr("Click to show line %1 in the Source tab").arg(line));
         }
     }
     m_messages->setVisible(!m_messageList.empty());
 
-    const auto& resources = member(compile, "resources");
+    const auto& resources = compile.resources;
+    auto count = [](const std::optional<int64_t>& v) {
+        auto* item = readOnlyItem(QString::number(static_cast<qint64>(v.value_or(0))));
+        item->setTextAlignment(Qt::AlignRight | Qt::AlignVCenter);
+        return item;
+    };
     // AMD code objects carry VGPR/AGPR/SGPR counts, LDS, scratch and occupancy per kernel.
-    const bool amd = resources.is_array() && !resources.empty() && resources[0].contains("sgprs");
+    const bool amd = !resources.empty() && resources[0].sgprs.has_value();
     if (amd) {
         m_resourceModel->setColumnCount(8);
         m_resourceModel->setHorizontalHeaderLabels({ tr("Kernel"), tr("VGPRs"), tr("AGPRs"), tr("SGPRs"), tr("LDS (B)"),
             tr("Scratch (B)"), tr("Spills (VGPR/SGPR)"), tr("Occupancy") });
         for (const auto& k : resources) {
-            QList<QStandardItem*> row { readOnlyItem(text(k, "name")) };
-            for (const char* key : { "vgprs", "agprs", "sgprs", "lds_bytes", "scratch_bytes" }) {
-                auto* item = readOnlyItem(QString::number(static_cast<qint64>(number(k, key))));
-                item->setTextAlignment(Qt::AlignRight | Qt::AlignVCenter);
-                row << item;
-            }
+            QList<QStandardItem*> row { readOnlyItem(qs(k.name)), count(k.vgprs), count(k.agprs), count(k.sgprs),
+                count(k.ldsBytes), count(k.scratchBytes) };
             auto* spills = readOnlyItem(QStringLiteral("%1 / %2")
-                                            .arg(static_cast<qint64>(number(k, "vgpr_spills")))
-                                            .arg(static_cast<qint64>(number(k, "sgpr_spills"))));
-            if (number(k, "vgpr_spills") + number(k, "sgpr_spills") > 0)
+                                            .arg(static_cast<qint64>(k.vgprSpills.value_or(0)))
+                                            .arg(static_cast<qint64>(k.sgprSpills.value_or(0))));
+            if (k.vgprSpills.value_or(0) + k.sgprSpills.value_or(0) > 0)
                 spills->setForeground(QColor(0xc6, 0x28, 0x28));
             row << spills;
-            const auto& o = member(k, "occupancy");
-            row << readOnlyItem(o.is_object() ? tr("%1 waves/SIMD at %2 threads (%3), %4")
-                                                    .arg(number(o, "waves_per_simd"))
-                                                    .arg(static_cast<qint64>(number(o, "block")))
-                                                    .arg(text(o, "arch"), text(o, "limiter"))
-                                              : QString());
+            const auto& o = k.amdOccupancy;
+            row << readOnlyItem(o ? tr("%1 waves/SIMD at %2 threads (%3), %4")
+                                        .arg(o->wavesPerSimd.value_or(0.0))
+                                        .arg(static_cast<qint64>(o->block.value_or(0)))
+                                        .arg(qs(o->arch), qs(o->limiter))
+                                  : QString());
             m_resourceModel->appendRow(row);
         }
     } else {
         m_resourceModel->setColumnCount(6);
         m_resourceModel->setHorizontalHeaderLabels({ tr("Kernel"), tr("Registers"), tr("Static smem (B)"),
             tr("Stack (B)"), tr("Spill stores (B)"), tr("Spill loads (B)") });
-    }
-    if (resources.is_array() && !amd) {
         for (const auto& k : resources) {
-            QList<QStandardItem*> row { readOnlyItem(text(k, "name")) };
-            for (const char* key :
-                { "registers", "smem_static", "stack_bytes", "spill_stores", "spill_loads" }) {
-                auto* item = readOnlyItem(QString::number(static_cast<qint64>(number(k, key))));
-                item->setTextAlignment(Qt::AlignRight | Qt::AlignVCenter);
-                if (QByteArray(key).startsWith("spill") && number(k, key) > 0)
+            QList<QStandardItem*> row { readOnlyItem(qs(k.name)), count(k.registers), count(k.smemStatic),
+                count(k.stackBytes) };
+            for (const auto& spill : { k.spillStores, k.spillLoads }) {
+                auto* item = count(spill);
+                if (spill.value_or(0) > 0)
                     item->setForeground(QColor(0xc6, 0x28, 0x28));
                 row << item;
             }
@@ -767,30 +752,29 @@ void Inspector::showCompileMessage(int index)
 {
     if (index < 0 || index >= static_cast<int>(m_messageList.size()) || !current())
         return;
-    const auto& m = m_messageList[static_cast<size_t>(index)];
+    const CompileMessage& m = m_messageList[static_cast<size_t>(index)];
     if (!messageInCandidate(m)) {
-        m_messageNote->setText(number(m, "line") <= 0
+        m_messageNote->setText(m.line <= 0
                 ? tr("This message names no line.")
                 : tr("This message is about %1, not the candidate's source; see the log below.")
-                      .arg(text(m, "file")));
+                      .arg(qs(m.file.value_or(std::string()))));
         m_messageNote->show();
         return;
     }
     m_messageNote->hide();
     m_tabs->setCurrentIndex(SourceTab);
     fillTab(SourceTab);
-    const int line = static_cast<int>(number(m, "line"));
-    m_source->goToLine(line, std::max(1, static_cast<int>(number(m, "column"))));
+    const int line = static_cast<int>(m.line);
+    m_source->goToLine(line, std::max(1, static_cast<int>(m.column)));
     if (!m_source->markedLines().contains(line))
-        m_source->markLine(line, text(m, "severity"));
+        m_source->markLine(line, qs(m.severity));
     m_source->setFocus();
 }
 
 void Inspector::fillCorrectness()
 {
     const NodeInfo& n = *current();
-    const auto& checks = member(n.result, "checks");
-    m_correctness->setChecks(checks);
+    m_correctness->setChecks(n.result && n.result->checks ? *n.result->checks : std::vector<core::protocol::Check>());
     const int total = m_correctness->rowCount();
     const int failed = m_correctness->failedCount();
     QString summary;
@@ -817,7 +801,8 @@ void Inspector::fillTiming()
         empty = tr("Not evaluated yet.");
     else if (n.status == NodeInfo::Status::Failed)
         empty = tr("No timing: the candidate failed (%1) at the %2 stage.\n%3")
-                    .arg(n.failureKind, text(member(n.result, "failure"), "stage"), n.failureMessage);
+                    .arg(n.failureKind, n.result && n.result->failure ? qs(n.result->failure->stage) : QString(),
+                        n.failureMessage);
     else
         empty = tr("The result has no timing samples.");
     m_timing->setResult(n.result, empty);
@@ -876,13 +861,12 @@ void Inspector::fillLlm()
         if (!c.error.empty())
             html += QStringLiteral("<p style='color:#c62828'>%1</p>")
                         .arg(QString::fromStdString(c.error).toHtmlEscaped());
-        if (const QString system = text(c.prompt, "system"); !system.isEmpty())
+        if (const QString system = promptText(c.prompt, "system"); !system.isEmpty())
             html += QStringLiteral("<h4>system</h4>") + pre(system);
-        const auto& messages = member(c.prompt, "messages");
-        if (messages.is_array())
-            for (const auto& m : messages)
-                html += QStringLiteral("<h4>%1</h4>").arg(text(m, "role").toHtmlEscaped())
-                    + pre(text(m, "content"));
+        if (c.prompt.is_object() && c.prompt.contains("messages") && c.prompt["messages"].is_array())
+            for (const auto& m : c.prompt["messages"])
+                html += QStringLiteral("<h4>%1</h4>").arg(promptText(m, "role").toHtmlEscaped())
+                    + pre(promptText(m, "content"));
         html += QStringLiteral("<h4>%1</h4>").arg(tr("assistant (reply)"))
             + pre(QString::fromStdString(c.response));
     }

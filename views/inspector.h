@@ -6,7 +6,7 @@
 #include <QString>
 #include <QWidget>
 
-#include <nlohmann/json.hpp>
+#include "core/eval_result.h"
 
 #include <array>
 #include <optional>
@@ -47,7 +47,7 @@ public:
     };
     using QAbstractTableModel::QAbstractTableModel;
 
-    void setChecks(const nlohmann::json& checks);
+    void setChecks(const std::vector<core::protocol::Check>& checks);
     int failedCount() const;
 
     int rowCount(const QModelIndex& parent = {}) const override;
@@ -124,7 +124,7 @@ private:
     void fillTiming();
     void fillLlm();
     const NodeInfo* current() const;
-    bool messageInCandidate(const nlohmann::json& message) const;
+    bool messageInCandidate(const core::protocol::CompileMessage& message) const;
 
     SessionData* m_data;
     Selection* m_selection;
@@ -158,7 +158,7 @@ private:
     QLabel* m_messageNote = nullptr;
     QStandardItemModel* m_resourceModel = nullptr;
     QTableView* m_resourceTable = nullptr;
-    nlohmann::json m_messageList = nlohmann::json::array();
+    std::vector<core::protocol::CompileMessage> m_messageList;
 
     CorrectnessModel* m_correctness = nullptr;
     QLabel* m_correctnessSummary = nullptr;

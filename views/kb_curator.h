@@ -1,9 +1,9 @@
 #pragma once
 
 #include "knowledge/knowledge_base.h"
+#include "views/kb_documents_model.h"
 #include "views/knowledge_hits.h"
 
-#include <QAbstractTableModel>
 #include <QStringList>
 #include <QWidget>
 
@@ -19,31 +19,6 @@ class QPushButton;
 class QTableView;
 
 namespace hone::views {
-
-/// The live documents of a knowledge base, one row each.
-class KbDocumentsModel : public QAbstractTableModel {
-    Q_OBJECT
-public:
-    enum Column { Title, Kind, Tags, Chunks, Added, Source, ColumnCount };
-    enum Role { UidRole = Qt::UserRole + 1, DocIdRole };
-
-    explicit KbDocumentsModel(knowledge::KnowledgeBase* kb, QObject* parent = nullptr);
-    void setKnowledgeBase(knowledge::KnowledgeBase* kb);
-    /// Re-reads the documents (after an import, a tag edit or a removal).
-    void reload();
-    const knowledge::DocumentInfo* document(int row) const;
-    /// The row of the live document `uid`, or -1.
-    int rowOf(const QString& uid) const;
-
-    int rowCount(const QModelIndex& parent = {}) const override;
-    int columnCount(const QModelIndex& parent = {}) const override;
-    QVariant data(const QModelIndex& index, int role = Qt::DisplayRole) const override;
-    QVariant headerData(int section, Qt::Orientation orientation, int role = Qt::DisplayRole) const override;
-
-private:
-    knowledge::KnowledgeBase* m_kb;
-    std::vector<knowledge::DocumentInfo> m_docs;
-};
 
 /// What importing one file did.
 struct KbImportOutcome {

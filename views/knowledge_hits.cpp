@@ -432,12 +432,8 @@ kb::RetrievalSignals KnowledgeHits::retrievalFor(const NodeInfo& node) const
     kb::SessionDump where;
     where.target = m_data ? m_data->target().toStdString() : std::string();
     where.device = m_data ? m_data->device().toStdString() : std::string();
-    if (node.result.is_object()) {
-        auto env = node.result.find("environment");
-        if (env != node.result.end() && env->is_object() && env->contains("device")
-            && (*env)["device"].is_string())
-            where.device = (*env)["device"].get<std::string>();
-    }
+    if (node.result && node.result->environment)
+        where.device = node.result->environment->device;
     s.arch = kb::sessionArch(where);
     s.platform = where.target;
     s.bound = node.bound.toStdString();

@@ -26,22 +26,6 @@ std::string kib(long long bytes)
     return std::to_string(bytes) + " bytes";
 }
 
-long long integer(const nlohmann::json& j, const char* key, long long fallback = 0)
-{
-    if (!j.is_object())
-        return fallback;
-    auto it = j.find(key);
-    return it != j.end() && it->is_number() ? it->get<long long>() : fallback;
-}
-
-std::string text(const nlohmann::json& j, const char* key)
-{
-    if (!j.is_object())
-        return {};
-    auto it = j.find(key);
-    return it != j.end() && it->is_string() ? it->get<std::string>() : std::string();
-}
-
 bool containsWord(const std::string& haystack, const std::string& word)
 {
     for (size_t at = haystack.find(word); at != std::string::npos; at = haystack.find(word, at + 1)) {
@@ -102,12 +86,11 @@ std::optional<DeviceLimits> DeviceLimits::forArch(std::string_view arch)
     return std::nullopt;
 }
 
-std::optional<DeviceLimits> DeviceLimits::fromResult(const nlohmann::json& result)
+std::optional<DeviceLimits> DeviceLimits::fromResult(const core::protocol::EvalResult& result)
 {
     if (!isCudaResult(result))
         return std::nullopt;
-    const auto env = result.is_object() ? result.value("environment", nlohmann::json::object()) : nlohmann::json();
-    const std::string device = text(env, "device");
+    const std::string device = result.device();
     // The worker names its GPU "cuda: NAME (sm_90, 132 SMs)".
     static const std::regex archRe(R"(\bsm_(\d+)[a-z]?\b)");
     std::smatch m;
@@ -225,87 +208,69 @@ std::string limiterName(OccupancyLimiter l)
     return "none";
 }
 
-bool isCudaResult(const nlohmann::json& result)
+bool isCudaResult(const core::protocol::EvalResult& result)
 {
-    if (!result.is_object())
-        return false;
-    const auto env = result.value("environment", nlohmann::json::object());
-    const std::string backend = text(env, "backend");
+    const std::string backend = result.backend();
     if (!backend.empty())
         return backend == "cuda";
-    const std::string device = text(env, "device");
+    const std::string device = result.device();
     if (device.rfind("cuda:", 0) == 0)
         return true;
     if (device.rfind("cpu:", 0) == 0)
         return false;
-    return result.contains("occupancy") || (result.contains("compile") && result["compile"].is_object()
-        && result["compile"].contains("resources"));
+    return result.occupancy || (result.compile && (!result.compile->resources.empty() || result.compile->resourcesError));
 }
 
-std::optional<KernelLaunch> mainKernelLaunch(const nlohmann::json& result)
+std::optional<KernelLaunch> mainKernelLaunch(const core::protocol::EvalResult& result)
 {
-    if (!result.is_object())
-        return std::nullopt;
-    const auto occ = result.value("occupancy", nlohmann::json::object());
-    const auto kernels = occ.is_object() ? occ.value("kernels", nlohmann::json::array()) : nlohmann::json::array();
-    if (kernels.is_array() && !kernels.empty()) {
-        const std::string main = text(occ, "main_kernel");
-        const nlohmann::json* pick = nullptr;
+    if (result.occupancy && !result.occupancy->kernels.empty()) {
+        const auto& occ = *result.occupancy;
+        const core::protocol::LaunchOccupancy* pick = nullptr;
         long long mostThreads = -1;
-        for (const auto& k : kernels) {
-            if (!k.is_object())
-                continue;
-            if (!main.empty() && text(k, "name") == main) {
+        for (const auto& k : occ.kernels) {
+            if (!occ.mainKernel.empty() && k.name == occ.mainKernel) {
                 pick = &k;
                 break;
             }
-            const long long threads = integer(k, "threads");
+            const long long threads = k.threads.value_or(0);
             if (threads > mostThreads) {
                 mostThreads = threads;
                 pick = &k;
             }
         }
-        if (pick) {
-            const auto& k = *pick;
-            KernelLaunch l;
-            l.name = text(k, "name");
-            long long block = 1;
-            const auto dims = k.value("block", nlohmann::json::array());
-            if (dims.is_array() && !dims.empty()) {
-                for (const auto& v : dims)
-                    block *= v.is_number() ? std::max<long long>(1, v.get<long long>()) : 1;
-                l.hasBlock = true;
-            } else if (dims.is_number()) {
-                block = dims.get<long long>();
-                l.hasBlock = true;
-            }
-            l.resources.blockSize = static_cast<int>(block);
-            l.resources.registers = static_cast<int>(integer(k, "registers"));
-            l.resources.staticShared = integer(k, "static_smem");
-            l.resources.dynamicShared = integer(k, "dynamic_smem");
-            l.reportedBlocksPerSm = static_cast<int>(integer(k, "blocks_per_sm", -1));
-            if (k.contains("occupancy") && k["occupancy"].is_number())
-                l.reportedOccupancy = k["occupancy"].get<double>();
-            l.reportedLimiter = text(k, "limiter");
-            return l;
+        const auto& k = *pick;
+        KernelLaunch l;
+        l.name = k.name;
+        long long block = 1;
+        if (!k.block.empty()) {
+            for (int64_t v : k.block)
+                block *= std::max<long long>(1, v);
+            l.hasBlock = true;
+        } else if (const auto it = k.extra.find("block"); it != k.extra.end() && it->is_number()) {
+            block = it->get<long long>(); // an older worker wrote one number
+            l.hasBlock = true;
         }
+        l.resources.blockSize = static_cast<int>(block);
+        l.resources.registers = static_cast<int>(k.registers.value_or(0));
+        l.resources.staticShared = k.staticSmem.value_or(0);
+        l.resources.dynamicShared = k.dynamicSmem.value_or(0);
+        l.reportedBlocksPerSm = static_cast<int>(k.blocksPerSm.value_or(-1));
+        l.reportedOccupancy = k.occupancy.value_or(-1.0);
+        l.reportedLimiter = k.limiter;
+        return l;
     }
     // No launch was captured (the run failed before timing, or an older worker): the compiler's
     // numbers, of the kernel that needs the most registers.
-    const auto compile = result.value("compile", nlohmann::json::object());
-    const auto resources = compile.is_object() ? compile.value("resources", nlohmann::json::array()) : nlohmann::json();
-    if (!resources.is_array() || resources.empty())
+    if (!result.compile || result.compile->resources.empty())
         return std::nullopt;
-    const nlohmann::json* pick = nullptr;
-    for (const auto& k : resources)
-        if (k.is_object() && (!pick || integer(k, "registers") > integer(*pick, "registers")))
+    const core::protocol::KernelResources* pick = nullptr;
+    for (const auto& k : result.compile->resources)
+        if (!pick || k.registers.value_or(0) > pick->registers.value_or(0))
             pick = &k;
-    if (!pick)
-        return std::nullopt;
     KernelLaunch l;
-    l.name = text(*pick, "name");
-    l.resources.registers = static_cast<int>(integer(*pick, "registers"));
-    l.resources.staticShared = integer(*pick, "smem_static");
+    l.name = pick->name;
+    l.resources.registers = static_cast<int>(pick->registers.value_or(0));
+    l.resources.staticShared = pick->smemStatic.value_or(0);
     return l;
 }
 

@@ -6,7 +6,7 @@
 // and warps, blocks, registers and shared memory each cap the resident blocks. Pure C++: the
 // workbench plots it, and a test checks it against the driver's numbers in a worker result.
 
-#include <nlohmann/json.hpp>
+#include "core/eval_result.h"
 
 #include <optional>
 #include <string>
@@ -41,7 +41,7 @@ struct DeviceLimits {
     /// The preset for a worker result's device: the "(sm_XY, N SMs)" of `environment.device`, or
     /// failing that a known GPU name in it (H100, A100, L4...). nullopt for a CPU result or an
     /// unknown GPU.
-    static std::optional<DeviceLimits> fromResult(const nlohmann::json& result);
+    static std::optional<DeviceLimits> fromResult(const core::protocol::EvalResult& result);
 };
 
 /// A kernel's launch as the occupancy rules see it.
@@ -95,9 +95,9 @@ struct KernelLaunch {
     double reportedOccupancy = -1;
     std::string reportedLimiter;
 };
-std::optional<KernelLaunch> mainKernelLaunch(const nlohmann::json& result);
+std::optional<KernelLaunch> mainKernelLaunch(const core::protocol::EvalResult& result);
 
 /// True when a worker result came from a CUDA device (`environment.backend` or the device name).
-bool isCudaResult(const nlohmann::json& result);
+bool isCudaResult(const core::protocol::EvalResult& result);
 
 } // namespace hone::views

@@ -145,15 +145,13 @@ void OccupancyPlot::refresh()
         showEmpty(tr("Node %1 is the root of the tree; select a candidate to see its occupancy.").arg(n->id));
         return;
     }
-    if (!n->evaluated() || n->result.is_null()) {
+    if (!n->evaluated() || !n->result) {
         showEmpty(tr("Node %1 has not been evaluated yet; its occupancy appears once the worker reports it.").arg(n->id));
         return;
     }
-    const auto& result = n->result;
+    const core::protocol::EvalResult& result = *n->result;
     if (!isCudaResult(result)) {
-        QString device;
-        if (result.is_object() && result.contains("environment") && result["environment"].is_object())
-            device = QString::fromStdString(result["environment"].value("device", std::string()));
+        QString device = QString::fromStdString(result.device());
         if (device.isEmpty())
             device = m_data->target().isEmpty() ? tr("a CPU") : m_data->target();
         showEmpty(tr("Occupancy applies to GPU kernels; node %1 ran on %2, which has no warps, registers per "
@@ -174,9 +172,7 @@ void OccupancyPlot::refresh()
     auto limits = DeviceLimits::fromResult(result);
     if (!limits) {
         limits = DeviceLimits::sm90();
-        QString device;
-        if (result.contains("environment") && result["environment"].is_object())
-            device = QString::fromStdString(result["environment"].value("device", std::string()));
+        const QString device = QString::fromStdString(result.device());
         assumed = tr(" (assumed: no preset for \"%1\")").arg(device);
     }
     const DeviceLimits& d = *limits;

@@ -10,28 +10,7 @@ namespace hone::views {
 
 namespace {
 
-const nlohmann::json& field(const nlohmann::json& j, const char* key)
-{
-    static const nlohmann::json null;
-    if (!j.is_object())
-        return null;
-    const auto it = j.find(key);
-    return it == j.end() ? null : *it;
-}
-
-double numberOr(const nlohmann::json& j, const char* key, double fallback)
-{
-    const auto& v = field(j, key);
-    return v.is_number() ? v.get<double>() : fallback;
-}
-
 QString pct(double fraction) { return QString::number(100.0 * fraction, 'f', 1) + QLatin1Char('%'); }
-
-QString shapeName(const nlohmann::json& j, const QString& fallback)
-{
-    const auto& s = field(j, "shape");
-    return s.is_string() ? QString::fromStdString(s.get<std::string>()) : fallback;
-}
 
 } // namespace
 
@@ -52,40 +31,37 @@ const char* concernKey(ReviewConcern::Kind kind)
     return "unknown";
 }
 
-std::vector<ReviewConcern> reviewConcerns(const nlohmann::json& result, const ReviewPolicy& policy)
+std::vector<ReviewConcern> reviewConcerns(const core::protocol::EvalResult& result, const ReviewPolicy& policy)
 {
     using Kind = ReviewConcern::Kind;
     std::vector<ReviewConcern> out;
-    if (!result.is_object())
-        return out;
 
     // Timing noise: the timed shape, then every other timed shape of a shape set, both sides.
     QStringList noisy;
-    auto checkCv = [&](const nlohmann::json& timing, const QString& where) {
-        const double cv = numberOr(timing, "cv", 0);
+    auto checkCv = [&](const core::protocol::Timing& timing, const QString& where) {
+        const double cv = timing.stats.cv.value_or(0.0);
         if (cv > policy.maxCv)
             noisy << QStringLiteral("%1 candidate CV %2").arg(where, pct(cv));
-        const double baseCv = numberOr(field(timing, "baseline"), "cv", 0);
+        const double baseCv = timing.baseline ? timing.baseline->cv.value_or(0.0) : 0.0;
         if (baseCv > policy.maxCv)
             noisy << QStringLiteral("%1 baseline CV %2").arg(where, pct(baseCv));
     };
-    const auto& timing = field(result, "timing");
-    checkCv(timing, shapeName(timing, QStringLiteral("timed shape")));
-    const auto& shapes = field(result, "shapes");
-    if (shapes.is_array())
-        for (const auto& s : shapes) {
-            const auto& t = field(s, "timing");
-            const QString name = shapeName(s, QStringLiteral("shape"));
-            if (name != shapeName(timing, QString()))
-                checkCv(t, name);
-        }
+    const QString timedShape = result.timing && result.timing->shape ? QString::fromStdString(*result.timing->shape)
+                                                                     : QString();
+    if (result.timing)
+        checkCv(*result.timing, timedShape.isEmpty() ? QStringLiteral("timed shape") : timedShape);
+    for (const auto& s : result.shapeResults()) {
+        const QString name = QString::fromStdString(s.label);
+        if (s.timing && name != timedShape)
+            checkCv(*s.timing, name);
+    }
     if (!noisy.isEmpty())
         out.push_back({Kind::NoisyTiming,
             QStringLiteral("Noisy timing (limit %1): %2. The median may not hold on a quieter or busier machine.")
                 .arg(pct(policy.maxCv), noisy.join(QStringLiteral(", ")))});
 
-    if (timing.is_object() && field(timing, "baseline").is_object()) {
-        const core::SpeedupInterval ci = core::speedupInterval(timing);
+    if (result.timing && result.timing->baseline) {
+        const core::SpeedupInterval ci = core::speedupInterval(*result.timing);
         if (ci.valid && ci.low <= 1.0)
             out.push_back({Kind::IntervalIncludesOne,
                 QStringLiteral("The 95% interval of the speedup, %1x – %2x, includes 1x: the candidate may be no "
@@ -94,32 +70,28 @@ std::vector<ReviewConcern> reviewConcerns(const nlohmann::json& result, const Re
                     .arg(ci.high, 0, 'f', 2)});
     }
 
-    if (field(field(result, "diagnosis"), "suspicious") == true)
+    if (result.suspicious())
         out.push_back({Kind::Suspicious,
             QStringLiteral("Suspicious: the time is below what the roofline floor allows (%1). Check that the "
                            "kernel does all of its work.")
-                .arg(QString::fromStdString(field(field(result, "diagnosis"), "evidence").is_string()
-                        ? field(field(result, "diagnosis"), "evidence").get<std::string>()
-                        : std::string("no evidence text")))});
+                .arg(result.evidence().empty() ? QStringLiteral("no evidence text")
+                                               : QString::fromStdString(result.evidence()))});
 
     std::set<QString> failing;
-    const auto& checks = field(result, "checks");
-    if (checks.is_array())
-        for (const auto& c : checks)
-            if (field(c, "ok") == false)
-                failing.insert(shapeName(c, QStringLiteral("?")));
+    if (result.checks)
+        for (const auto& c : *result.checks)
+            if (!c.ok)
+                failing.insert(QString::fromStdString(c.shape));
     if (!failing.empty()) {
         QStringList names(failing.begin(), failing.end());
         out.push_back({Kind::FailingShape,
             QStringLiteral("Failed correctness checks on %1.").arg(names.join(QStringLiteral(", ")))});
     }
 
-    const auto& slower = field(field(result, "objective"), "slower_on");
     QStringList slowerOn;
-    if (slower.is_array())
-        for (const auto& s : slower)
-            if (s.is_string())
-                slowerOn << QString::fromStdString(s.get<std::string>());
+    if (result.objective)
+        for (const auto& s : result.objective->slowerOn)
+            slowerOn << QString::fromStdString(s);
     if (!slowerOn.isEmpty())
         out.push_back({Kind::SlowerShape,
             QStringLiteral("Slower than the baseline on %1.").arg(slowerOn.join(QStringLiteral(", ")))});

@@ -1,8 +1,8 @@
 #pragma once
 
-#include <QString>
+#include "core/eval_result.h"
 
-#include <nlohmann/json.hpp>
+#include <QString>
 
 #include <vector>
 
@@ -32,6 +32,6 @@ struct ReviewPolicy {
 const char* concernKey(ReviewConcern::Kind kind);
 
 /// The concerns a worker result (NodeInfo::result, with the engine's `objective`) raises.
-std::vector<ReviewConcern> reviewConcerns(const nlohmann::json& result, const ReviewPolicy& policy = {});
+std::vector<ReviewConcern> reviewConcerns(const core::protocol::EvalResult& result, const ReviewPolicy& policy = {});
 
 } // namespace hone::views

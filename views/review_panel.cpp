@@ -8,6 +8,7 @@
 
 #include <QCheckBox>
 #include <QDir>
+#include <QFutureWatcher>
 #include <QFormLayout>
 #include <QHBoxLayout>
 #include <QLabel>
@@ -19,6 +20,9 @@
 #include <QSplitter>
 #include <QTabWidget>
 #include <QVBoxLayout>
+#include <QtConcurrent/QtConcurrentRun>
+
+#include <filesystem>
 
 namespace hone::views {
 
@@ -216,8 +220,8 @@ void ReviewPanel::refresh()
 {
     const NodeInfo* n = m_data ? m_data->node(m_node) : nullptr;
     const bool candidate = n && !n->sourceHash.isEmpty();
-    m_approve->setEnabled(candidate && m_store);
-    m_reject->setEnabled(candidate && m_store);
+    m_approve->setEnabled(candidate && m_store && !m_busy);
+    m_reject->setEnabled(candidate && m_store && !m_busy);
     m_approve->setToolTip(m_store ? QString() : tr("no writable store: reviews cannot be recorded"));
     if (!candidate) {
         m_header->setText(m_node < 0 ? tr("No candidate under review: pick a node and choose Review.")
@@ -247,7 +251,7 @@ void ReviewPanel::refresh()
     } else {
         m_diff->showMessage(tr("The session has no baseline seed to compare with."));
     }
-    m_evidence->setResults(n->result, base ? base->result : nlohmann::json());
+    m_evidence->setResults(n->result, base ? base->result : std::nullopt);
     showConcerns(n->status == NodeInfo::Status::Ok ? concernTexts() : QStringList());
     m_exports->setText(tr("the bundle (source, build.sh, evidence.json, a standalone test) into %1")
                            .arg(QDir(m_exportRoot).filePath(
@@ -259,8 +263,8 @@ QStringList ReviewPanel::concernTexts() const
 {
     const NodeInfo* n = m_data ? m_data->node(m_node) : nullptr;
     QStringList out;
-    if (n)
-        for (const auto& c : reviewConcerns(n->result, m_policy))
+    if (n && n->result)
+        for (const auto& c : reviewConcerns(*n->result, m_policy))
             out << c.text;
     return out;
 }
@@ -385,7 +389,7 @@ bool ReviewPanel::approve()
             true);
         return false;
     }
-    const auto concerns = reviewConcerns(n->result, m_policy);
+    const auto concerns = n->result ? reviewConcerns(*n->result, m_policy) : std::vector<ReviewConcern>();
     const QString justification = m_justification->toPlainText().trimmed();
     if (!concerns.empty() && justification.size() < kMinJustification) {
         QStringList lines;
@@ -412,17 +416,45 @@ bool ReviewPanel::approve()
     options.review = {{"decision", "approved"}, {"reviewer", reviewer.toStdString()}, {"note", note.toStdString()},
         {"concerns", concernJson}, {"justification", concerns.empty() ? std::string() : justification.toStdString()},
         {"at", core::nowIso()}};
-    try {
-        const core::ExportResult r = core::exportBundle(*m_store, m_data->sessionId(), n->id, dir.toStdString(), options);
-        core::ApprovalRecord rec;
-        rec.nodeId = n->id;
-        rec.decision = "approved";
-        rec.reviewer = reviewer.toStdString();
-        rec.note = note.toStdString();
-        rec.evidence = r.evidence;
-        rec.exportDir = r.dir.string();
-        rec.justification = concerns.empty() ? std::string() : justification.toStdString();
-        m_store->insertApproval(m_data->sessionId(), rec);
+    core::ApprovalRecord rec;
+    rec.nodeId = n->id;
+    rec.decision = "approved";
+    rec.reviewer = reviewer.toStdString();
+    rec.note = note.toStdString();
+    rec.justification = concerns.empty() ? std::string() : justification.toStdString();
+    const qint64 node = n->id;
+    const qint64 session = m_data->sessionId();
+    const std::filesystem::path storePath = m_store->path();
+    struct Outcome {
+        core::ExportResult result;
+        std::string error;
+    };
+    // One Store per thread (core/store.h): the export reads and the approval row is written
+    // through a Store of its own on the same file, so the GUI thread's stays untouched.
+    auto work = [storePath, session, node, dir, options, rec]() mutable {
+        Outcome out;
+        try {
+            core::Store store(storePath);
+            out.result = core::exportBundle(store, session, node, dir.toStdString(), options);
+            rec.evidence = out.result.evidence;
+            rec.exportDir = out.result.dir.string();
+            store.insertApproval(session, rec);
+        } catch (const std::exception& e) {
+            out.error = e.what();
+        }
+        return out;
+    };
+    auto* watcher = new QFutureWatcher<Outcome>(this);
+    connect(watcher, &QFutureWatcher<Outcome>::finished, this, [this, watcher, node, dir, reviewer] {
+        const Outcome out = watcher->result();
+        watcher->deleteLater();
+        setBusy(false);
+        if (!out.error.empty()) {
+            showMessage(tr("Approval of node %1 not recorded: %2").arg(node).arg(QString::fromStdString(out.error)), true);
+            emit approvalFailed(node);
+            return;
+        }
+        const core::ExportResult& r = out.result;
         QString text = tr("Approved by %1; exported to %2").arg(reviewer, dir);
         if (r.hasTest)
             text += tr(" (check it without Hone: run_test.sh)");
@@ -431,15 +463,24 @@ bool ReviewPanel::approve()
         for (const auto& w : r.warnings)
             text += QStringLiteral("\n") + tr("warning: ") + QString::fromStdString(w);
         showMessage(text, false);
-    } catch (const std::exception& e) {
-        showMessage(tr("Approval of node %1 not recorded: %2").arg(n->id).arg(QString::fromUtf8(e.what())), true);
-        return false;
-    }
-    m_note->clear();
-    m_justification->clear();
-    refreshHistory();
-    emit approved(n->id, dir);
+        m_note->clear();
+        m_justification->clear();
+        refreshHistory();
+        emit approved(node, dir);
+    });
+    setBusy(true);
+    showMessage(tr("Exporting node %1 to %2…").arg(node).arg(dir), false);
+    watcher->setFuture(QtConcurrent::run(std::move(work)));
     return true;
+}
+
+void ReviewPanel::setBusy(bool busy)
+{
+    m_busy = busy;
+    const NodeInfo* n = m_data ? m_data->node(m_node) : nullptr;
+    const bool candidate = n && !n->sourceHash.isEmpty();
+    m_approve->setEnabled(candidate && m_store && !busy);
+    m_reject->setEnabled(candidate && m_store && !busy);
 }
 
 bool ReviewPanel::reject()

@@ -31,7 +31,9 @@ class EvidenceView;
 /// only with a typed justification, which the audit row (ApprovalRecord::justification) keeps. Approve exports the bundle (core::exportBundle) into
 /// `<export root>/session-S-node-N/` and records an approval with the evidence and the folder;
 /// Reject records a rejection and asks, through NodeActions::hintRequested, for the reason to
-/// become a hint for the search. Writes need a writable store on the GUI thread (setStore).
+/// become a hint for the search. Writes need a writable store (setStore). The export and the
+/// approval row are written off the GUI thread, through a Store of their own on the same file
+/// (one Store per thread); the buttons are disabled and the panel says so meanwhile.
 class ReviewPanel : public QWidget {
     Q_OBJECT
 public:
@@ -73,17 +75,23 @@ public:
     static constexpr int kMinJustification = 10;
     QPushButton* approveButton() const { return m_approve; }
     QPushButton* rejectButton() const { return m_reject; }
+    /// True while an approval's export runs.
+    bool busy() const { return m_busy; }
 
 public slots:
     /// Shows `node` for review (also connected to NodeActions::reviewRequested).
     void review(qint64 node);
-    /// Export, then record the approval. False, with the reason in message(), when it cannot.
+    /// Starts the export and the approval record on a worker thread; approved() (or an error in
+    /// message()) follows when it is done. False, with the reason in message(), when it cannot
+    /// start.
     bool approve();
     /// Record the rejection and ask for the reason as a hint. False when it cannot.
     bool reject();
 
 signals:
     void approved(qint64 node, const QString& dir);
+    /// An approval's export or record failed; message() says why.
+    void approvalFailed(qint64 node);
     void rejected(qint64 node);
 
 private:
@@ -98,6 +106,7 @@ private:
     /// The node a decision applies to, with the reviewer's name; null (the reason shown) when
     /// there is no candidate, no writable store or no name.
     const NodeInfo* decisionTarget(QString& reviewer);
+    void setBusy(bool busy);
 
     SessionData* m_data;
     Selection* m_selection;
@@ -106,6 +115,7 @@ private:
     QString m_exportRoot;
     QString m_resourcesDir;
     qint64 m_node = -1;
+    bool m_busy = false;
 
     QLabel* m_header = nullptr;
     DiffView* m_diff = nullptr;

@@ -33,12 +33,6 @@ const CategoryStyle& styleOf(int c)
     return styles[c];
 }
 
-double number(const nlohmann::json& j, const char* key)
-{
-    auto it = j.find(key);
-    return it != j.end() && it->is_number() ? it->get<double>() : 0.0;
-}
-
 // 3350 -> "3350", 40 -> "40", 6.26 -> "6.26": plain digits, three significant ones below 1000.
 QString plainNumber(double v)
 {
@@ -51,12 +45,6 @@ QString plainNumber(double v)
             t.chop(1);
     }
     return t;
-}
-
-QString jsonText(const nlohmann::json& j, const char* key)
-{
-    auto it = j.find(key);
-    return it != j.end() && it->is_string() ? QString::fromStdString(it->get<std::string>()) : QString();
 }
 
 } // namespace
@@ -282,7 +270,7 @@ void RooflinePlot::flush()
     updateRanges();
     updateCeilings();
 
-    const bool empty = pointCount() == 0 && !m_data->ceilings().contains("peak_gbps");
+    const bool empty = pointCount() == 0 && !(m_data->ceilings().peakGbps > 0);
     if (empty) {
         QString why = tr("No roofline yet: a point appears for every candidate that passes its checks and is timed, "
                          "under the device's bandwidth and compute ceilings.");
@@ -416,9 +404,9 @@ void RooflinePlot::updateRanges()
             yLo = std::min(yLo, e.y);
             yHi = std::max(yHi, e.y);
         }
-    const auto& c = m_data->ceilings();
-    const double bw = c.is_object() ? number(c, "peak_gbps") : 0;
-    const double peak = c.is_object() ? number(c, "peak_gflops") : 0;
+    const Ceilings& c = m_data->ceilings();
+    const double bw = c.peakGbps;
+    const double peak = c.peakGflops;
     if (bw > 0 && peak > 0) {
         const double ridge = peak / bw;
         xLo = std::min(xLo, ridge / 10);
@@ -434,10 +422,10 @@ void RooflinePlot::updateRanges()
 
 void RooflinePlot::updateCeilings()
 {
-    const auto& c = m_data->ceilings();
-    const double bw = c.is_object() ? number(c, "peak_gbps") : 0;
-    const double peak = c.is_object() ? number(c, "peak_gflops") : 0;
-    const QString device = c.is_object() ? jsonText(c, "device") : QString();
+    const Ceilings& c = m_data->ceilings();
+    const double bw = c.peakGbps;
+    const double peak = c.peakGflops;
+    const QString device = c.device;
     m_title->setText(device.isEmpty() ? tr("Roofline") : tr("Roofline · %1").arg(device));
     if (!(bw > 0 && peak > 0)) {
         m_bandwidthRoof->data()->clear();
@@ -454,10 +442,8 @@ void RooflinePlot::updateCeilings()
     m_bandwidthRoof->setData(QVector<double> { lo, ridge }, QVector<double> { bw * lo, peak }, true);
     m_computeRoof->setData(QVector<double> { ridge, hi }, QVector<double> { peak, peak }, true);
 
-    const QString kind = jsonText(c, "compute");
     m_bandwidthText->setText(tr("%1 GB/s").arg(plainNumber(bw)));
-    m_computeText->setText(kind.isEmpty() ? tr("%1 GFLOP/s").arg(plainNumber(peak))
-                                          : tr("%1 GFLOP/s (%2)").arg(plainNumber(peak), kind));
+    m_computeText->setText(tr("%1 GFLOP/s").arg(plainNumber(peak)));
     // Labels sit on their lines, inside the visible range where they can.
     const double xb = std::clamp(ridge / 8, xr.lower * 2, ridge);
     m_bandwidthText->position->setCoords(xb, bw * xb);

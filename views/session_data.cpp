@@ -10,27 +10,6 @@ namespace hone::views {
 
 namespace {
 
-double num(const nlohmann::json& j, const char* key)
-{
-    auto it = j.find(key);
-    return it != j.end() && it->is_number() ? it->get<double>() : 0.0;
-}
-
-QString str(const nlohmann::json& j, const char* key)
-{
-    auto it = j.find(key);
-    return it != j.end() && it->is_string() ? QString::fromStdString(it->get<std::string>()) : QString();
-}
-
-const nlohmann::json& member(const nlohmann::json& j, const char* key)
-{
-    static const nlohmann::json empty = nlohmann::json::object();
-    if (!j.is_object())
-        return empty;
-    auto it = j.find(key);
-    return it != j.end() && it->is_object() ? *it : empty;
-}
-
 double isoSeconds(const std::string& iso)
 {
     auto t = QDateTime::fromString(QString::fromStdString(iso), Qt::ISODateWithMs);
@@ -57,7 +36,7 @@ QString NodeInfo::statusText() const
 void applyResult(NodeInfo& n, const core::protocol::EvalResult& r)
 {
     const bool ok = r.ok();
-    n.result = r.toJson();
+    n.result = r;
     n.status = ok ? NodeInfo::Status::Ok : NodeInfo::Status::Failed;
     n.medianNs = r.medianNs();
     n.cv = r.cv();
@@ -113,7 +92,7 @@ void SessionData::clear()
     m_progress.clear();
     m_evaluationOrder.clear();
     m_best = -1;
-    m_ceilings = nlohmann::json::object();
+    m_ceilings = {};
     emit sessionReset();
 }
 
@@ -210,12 +189,10 @@ void SessionData::absorb(NodeInfo n, QSet<qint64>& changed, qint64& firstNew, qi
         if (cur.status == NodeInfo::Status::Ok) {
             if (m_best < 0 || cur.speedup > m_nodes[static_cast<size_t>(m_best)].speedup)
                 m_best = cur.id;
-            const auto& roof = member(cur.result, "roofline");
-            if (num(roof, "peak_gbps") > 0) {
-                m_ceilings = {{"peak_gbps", num(roof, "peak_gbps")}, {"peak_gflops", num(roof, "peak_gflops")}};
-                const auto& env = member(cur.result, "environment");
-                m_device = str(env, "device");
-                m_ceilings["device"] = m_device.toStdString();
+            const core::protocol::Roofline* roof = cur.result && cur.result->roofline ? &*cur.result->roofline : nullptr;
+            if (roof && roof->peakGbps.value_or(0.0) > 0) {
+                m_device = QString::fromStdString(cur.result->device());
+                m_ceilings = { *roof->peakGbps, roof->peakGflops.value_or(0.0), m_device };
             }
         }
     }
@@ -259,7 +236,7 @@ void SessionData::loadFromStore(const core::Store& store, qint64 sessionId)
     m_progress.clear();
     m_evaluationOrder.clear();
     m_best = -1;
-    m_ceilings = nlohmann::json::object();
+    m_ceilings = {};
 
     std::map<std::string, QString> names;
     auto nameOf = [&](const std::string& hash) -> QString {

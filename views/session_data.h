@@ -54,11 +54,18 @@ struct NodeInfo {
     double fracCompute = 0;
     int visits = 0;                 // evaluations in its subtree
     double evaluatedAtSeconds = -1; // since the session's start; -1 while pending
-    nlohmann::json result;          // the worker's full result (null while pending)
+    std::optional<core::protocol::EvalResult> result; // the worker's full result (none while pending)
 
     bool evaluated() const { return status != Status::Pending; }
     /// "3.41x", "failed: wrong_result", "pending".
     QString statusText() const;
+};
+
+/// The device ceilings the roofline is drawn under, from the latest successful result.
+struct Ceilings {
+    double peakGbps = 0;            // 0 before a result named them
+    double peakGflops = 0;
+    QString device;
 };
 
 /// A sample of the session's progress, for the progress charts.
@@ -124,9 +131,8 @@ public:
     std::vector<qint64> bestTrajectory() const;
     const std::vector<ProgressPoint>& progress() const { return m_progress; }
 
-    /// The device ceilings of the evaluations: {"peak_gbps", "peak_gflops", "device",
-    /// "compute"} from the latest successful result (empty object before one).
-    const nlohmann::json& ceilings() const { return m_ceilings; }
+    /// The device ceilings of the evaluations, from the latest successful result that had them.
+    const Ceilings& ceilings() const { return m_ceilings; }
 
 signals:
     void sessionReset();
@@ -149,7 +155,7 @@ private:
     std::vector<ProgressPoint> m_progress;
     std::vector<qint64> m_evaluationOrder;
     qint64 m_best = -1;
-    nlohmann::json m_ceilings = nlohmann::json::object();
+    Ceilings m_ceilings;
 };
 
 /// Fills the result-derived fields of `n` (status, speedup, roofline point...) from a worker

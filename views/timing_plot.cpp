@@ -15,28 +15,6 @@ namespace hone::views {
 
 namespace {
 
-double number(const nlohmann::json& j, const char* key)
-{
-    if (!j.is_object())
-        return 0;
-    auto it = j.find(key);
-    return it != j.end() && it->is_number() ? it->get<double>() : 0.0;
-}
-
-std::vector<double> samples(const nlohmann::json& timing)
-{
-    std::vector<double> out;
-    if (!timing.is_object())
-        return out;
-    auto it = timing.find("samples_ns");
-    if (it == timing.end() || !it->is_array())
-        return out;
-    for (const auto& v : *it)
-        if (v.is_number())
-            out.push_back(v.get<double>());
-    return out;
-}
-
 /// Nearest-rank quantile of sorted values.
 double quantile(std::vector<double> v, double q)
 {
@@ -129,22 +107,20 @@ QString TimingPlot::message() const
     return isEmpty() ? m_message->text() : QString();
 }
 
-void TimingPlot::setResult(const nlohmann::json& result, const QString& emptyMessage)
+void TimingPlot::setResult(const std::optional<core::protocol::EvalResult>& result, const QString& emptyMessage)
 {
-    const nlohmann::json timing
-        = result.is_object() && result.contains("timing") ? result["timing"] : nlohmann::json();
-    const std::vector<double> ns = samples(timing);
-    if (ns.empty()) {
+    if (!result || !result->timing || result->timing->stats.samplesNs.empty()) {
         showMessage(emptyMessage.isEmpty() ? tr("This candidate has no timing samples.") : emptyMessage);
         return;
     }
-    const double median = number(timing, "median_ns") > 0 ? number(timing, "median_ns") : quantile(ns, 0.5);
-    const double p10 = number(timing, "p10_ns") > 0 ? number(timing, "p10_ns") : quantile(ns, 0.1);
-    const double p90 = number(timing, "p90_ns") > 0 ? number(timing, "p90_ns") : quantile(ns, 0.9);
-    const double cv = number(timing, "cv");
-    const nlohmann::json baseline = timing.contains("baseline") ? timing["baseline"] : nlohmann::json();
-    const double baseMedian = number(baseline, "median_ns");
-    const std::vector<double> baseNs = samples(baseline);
+    const core::protocol::Timing& timing = *result->timing;
+    const std::vector<double>& ns = timing.stats.samplesNs;
+    const double median = timing.stats.medianNs > 0 ? timing.stats.medianNs : quantile(ns, 0.5);
+    const double p10 = timing.stats.p10Ns.value_or(0.0) > 0 ? *timing.stats.p10Ns : quantile(ns, 0.1);
+    const double p90 = timing.stats.p90Ns.value_or(0.0) > 0 ? *timing.stats.p90Ns : quantile(ns, 0.9);
+    const double cv = timing.stats.cv.value_or(0.0);
+    const double baseMedian = timing.baseline ? timing.baseline->medianNs : 0.0;
+    const std::vector<double> baseNs = timing.baseline ? timing.baseline->samplesNs : std::vector<double>();
 
     const Unit u = unitFor(median);
     m_unit = QString::fromUtf8(u.name);
@@ -202,7 +178,7 @@ void TimingPlot::setResult(const nlohmann::json& result, const QString& emptyMes
                        .arg(ns.size());
     if (baseMedian > 0) {
         text += tr("; baseline median %1").arg(formatNs(baseMedian));
-        if (const double speedup = number(timing, "speedup"); speedup > 0)
+        if (const double speedup = timing.speedup.value_or(0.0); speedup > 0)
             text += tr(" (%1x)").arg(QString::number(speedup, 'f', 2));
     }
     m_summary->setText(text);

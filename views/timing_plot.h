@@ -3,7 +3,9 @@
 #include <QString>
 #include <QWidget>
 
-#include <nlohmann/json.hpp>
+#include "core/eval_result.h"
+
+#include <optional>
 
 class QCustomPlot;
 class QLabel;
@@ -19,9 +21,9 @@ class TimingPlot : public QWidget {
 public:
     explicit TimingPlot(QWidget* parent = nullptr);
 
-    /// Plots `result["timing"]` (FORMATS.md, worker protocol); without samples shows
-    /// `emptyMessage` (or a default one).
-    void setResult(const nlohmann::json& result, const QString& emptyMessage = {});
+    /// Plots the result's timing (FORMATS.md, worker protocol); without samples (or without a
+    /// result) shows `emptyMessage` (or a default one).
+    void setResult(const std::optional<core::protocol::EvalResult>& result, const QString& emptyMessage = {});
     void showMessage(const QString& text);
 
     bool isEmpty() const;

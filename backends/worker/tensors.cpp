@@ -72,65 +72,9 @@ int64_t integerBound(double v, const char* key, const std::string& dist)
 
 hone_dtype dtypeFromName(const std::string& name)
 {
-    if (name == "f32")
-        return HONE_F32;
-    if (name == "f16")
-        return HONE_F16;
-    if (name == "bf16")
-        return HONE_BF16;
-    if (name == "f64")
-        return HONE_F64;
-    if (name == "i32")
-        return HONE_I32;
-    if (name == "i64")
-        return HONE_I64;
-    if (name == "u8")
-        return HONE_U8;
+    if (const auto t = core::dtypeFromName(name))
+        return *t;
     throw RequestError("unknown dtype '" + name + "'; expected one of f32, f16, bf16, f64, i32, i64, u8");
-}
-
-const char* dtypeName(hone_dtype t)
-{
-    switch (t) {
-    case HONE_F32:
-        return "f32";
-    case HONE_F16:
-        return "f16";
-    case HONE_BF16:
-        return "bf16";
-    case HONE_F64:
-        return "f64";
-    case HONE_I32:
-        return "i32";
-    case HONE_I64:
-        return "i64";
-    case HONE_U8:
-        return "u8";
-    }
-    return "?";
-}
-
-size_t dtypeSize(hone_dtype t)
-{
-    switch (t) {
-    case HONE_F32:
-    case HONE_I32:
-        return 4;
-    case HONE_F16:
-    case HONE_BF16:
-        return 2;
-    case HONE_F64:
-    case HONE_I64:
-        return 8;
-    case HONE_U8:
-        return 1;
-    }
-    return 1;
-}
-
-bool isFloat(hone_dtype t)
-{
-    return t == HONE_F32 || t == HONE_F16 || t == HONE_BF16 || t == HONE_F64;
 }
 
 size_t TensorDesc::numel() const

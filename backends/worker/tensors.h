@@ -1,5 +1,6 @@
 #pragma once
 
+#include "core/dtype.h"
 #include "hone/draws.h"
 
 #include <hone/kernel.h>
@@ -23,14 +24,15 @@ public:
     using std::runtime_error::runtime_error;
 };
 
-hone_dtype dtypeFromName(const std::string& name); // throws RequestError
-const char* dtypeName(hone_dtype t);
-size_t dtypeSize(hone_dtype t);
+/// The one dtype table (core/dtype.h); a name it does not know throws RequestError.
+hone_dtype dtypeFromName(const std::string& name);
+using core::dtypeName;
+using core::dtypeSize;
+using core::isFloat;
 
 /// Runs body(begin, end) over contiguous parts of [0, n), on up to 16 threads when
 /// n >= serialBelow, else on the calling thread.
 void parallelFor(size_t n, const std::function<void(size_t, size_t)>& body, size_t serialBelow = size_t(1) << 20);
-bool isFloat(hone_dtype t);
 
 /// One input or output of a resolved shape (docs/FORMATS.md).
 struct TensorDesc {
