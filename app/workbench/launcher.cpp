@@ -1,6 +1,7 @@
 #include "app/workbench/launcher.h"
 
 #include "backends/targets.h"
+#include "core/knob_policy.h"
 
 #include "app/llm_cli.h"
 
@@ -77,7 +78,10 @@ Launcher::Launcher(QWidget* parent)
     connect(m_synth, &QComboBox::currentTextChanged, this,
         [this](const QString& synth) { m_llmBox->setVisible(synth == "llm"); });
     m_policy = new QComboBox(this);
-    m_policy->addItems({"uct", "evolutionary", "greedy", "random"});
+    // "auto": hybrid for the knob synthesizer, uct otherwise (core::defaultPolicy, docs/SEARCH.md).
+    m_policy->addItem("auto");
+    for (const auto& name : core::allPolicyNames())
+        m_policy->addItem(QString::fromStdString(name));
     form->addRow(tr("Policy"), m_policy);
     m_memoryOp = new QComboBox(this);
     m_memoryOp->addItems({"auto", "inherit", "compare", "combine", "restart"});
@@ -190,7 +194,7 @@ core::RunOptions Launcher::options() const
     o.problemDir = dir.toStdString();
     o.target = m_target->currentText().toStdString();
     o.synth = m_synth->currentText().toStdString();
-    o.policy = m_policy->currentText().toStdString();
+    o.policy = m_policy->currentText() == "auto" ? core::defaultPolicy(o.synth) : m_policy->currentText().toStdString();
     o.memoryOp = m_memoryOp->currentText().toStdString();
     o.warmStart = m_warmStart->isChecked();
     o.budget = m_budget->value();
