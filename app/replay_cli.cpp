@@ -25,7 +25,7 @@ namespace {
 
 struct ReplayCliOptions {
     std::vector<int64_t> sessions;
-    std::string policies = "hybrid"; // hone run's default for knob search
+    std::string policies = "uct";
     int seeds = 1000;
     uint64_t firstSeed = 1;
     int budget = 0;
@@ -222,8 +222,7 @@ void addReplayCommand(CLI::App& app, const std::string& storePath)
     cmd->add_option("session", o->sessions, "session ids of one problem; their evaluations form one table")
         ->required();
     cmd->add_option("--policy", o->policies,
-        "uct, evolutionary, greedy, random, uniform, hillclimb, anneal, genetic, tpe, guided, hybrid, a comma-separated "
-        "list, or all (default: hybrid, hone run's default with --synth knob)");
+        "uct, evolutionary, greedy, random, uniform, hillclimb, anneal, genetic, tpe, guided, a comma-separated list, or all");
     cmd->add_option("--acts-from", o->actsFrom,
         "a problem (or seeds) folder: recorded sources of the same file name take its knobs' acts= declarations "
         "(for the guided policy on recordings made before they existed)");

@@ -4,10 +4,11 @@
 # source), the fitness-distance correlation over the best's source, timings per setting and their
 # median coefficient of variation.   python3 landscape.py STORE SESSION[,SESSION...]
 import sqlite3, json, sys, statistics as st
-db, sess = sys.argv[1], int(sys.argv[2])
+db = sys.argv[1]
+sessions = ",".join(str(int(s)) for s in sys.argv[2].split(","))
 c = sqlite3.connect(db)
 rows = c.execute("""select n.source_hash, n.knobs, e.status, e.speedup from nodes n join evaluations e
-  on e.session_id=n.session_id and e.node_id=n.id where n.session_id in (%s)""" % sys.argv[2]).fetchall()
+  on e.session_id=n.session_id and e.node_id=n.id where n.session_id in (%s)""" % sessions).fetchall()
 by = {}
 for h, k, s, sp in rows:
     key = (h, tuple(sorted(json.loads(k).items())))
