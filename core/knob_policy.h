@@ -124,9 +124,9 @@ public:
 std::unique_ptr<KnobPolicy> makeKnobPolicy(const std::string& name, std::shared_ptr<const KnobDomain> domain,
     uint64_t sessionSeed, const KnobPolicyParams& params = {});
 
-/// `hone run`'s policy when none is named: `hybrid` for the knob synthesizer (docs/SEARCH.md,
-/// "Policy table": it needs the fewest evaluations on the recorded spaces), `uct` otherwise (an
-/// LLM needs a node to expand; a sweep runs no policy).
+/// The proposed default policy (docs/SEARCH.md, "The default knob search"): `hybrid` for the
+/// knob synthesizer, `uct` otherwise (an LLM needs a node to expand; a sweep runs no policy).
+/// `hone run` does not use it yet: its default is still `uct`.
 std::string defaultPolicy(const std::string& synth);
 
 /// The names makeKnobPolicy accepts.

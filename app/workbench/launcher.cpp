@@ -78,8 +78,7 @@ Launcher::Launcher(QWidget* parent)
     connect(m_synth, &QComboBox::currentTextChanged, this,
         [this](const QString& synth) { m_llmBox->setVisible(synth == "llm"); });
     m_policy = new QComboBox(this);
-    // "auto": hybrid for the knob synthesizer, uct otherwise (core::defaultPolicy, docs/SEARCH.md).
-    m_policy->addItem("auto");
+    // uct first (the default); the knob-space policies need --synth knob (docs/SEARCH.md).
     for (const auto& name : core::allPolicyNames())
         m_policy->addItem(QString::fromStdString(name));
     form->addRow(tr("Policy"), m_policy);
@@ -194,7 +193,7 @@ core::RunOptions Launcher::options() const
     o.problemDir = dir.toStdString();
     o.target = m_target->currentText().toStdString();
     o.synth = m_synth->currentText().toStdString();
-    o.policy = m_policy->currentText() == "auto" ? core::defaultPolicy(o.synth) : m_policy->currentText().toStdString();
+    o.policy = m_policy->currentText().toStdString();
     o.memoryOp = m_memoryOp->currentText().toStdString();
     o.warmStart = m_warmStart->isChecked();
     o.budget = m_budget->value();
