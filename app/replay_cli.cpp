@@ -222,7 +222,7 @@ void addReplayCommand(CLI::App& app, const std::string& storePath)
     cmd->add_option("session", o->sessions, "session ids of one problem; their evaluations form one table")
         ->required();
     cmd->add_option("--policy", o->policies,
-        "uct, evolutionary, greedy, random, uniform, hillclimb, anneal, genetic, tpe, guided, a comma-separated list, or all");
+        "uct, evolutionary, greedy, random, uniform, hillclimb, anneal, genetic, tpe, guided, hybrid, a comma-separated list, or all");
     cmd->add_option("--acts-from", o->actsFrom,
         "a problem (or seeds) folder: recorded sources of the same file name take its knobs' acts= declarations "
         "(for the guided policy on recordings made before they existed)");

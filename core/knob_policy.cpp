@@ -347,7 +347,8 @@ private:
 } // namespace
 
 std::optional<KnobMove> Base::climb(const SearchTree& tree,
-    const std::function<size_t(size_t, const Node&, const std::vector<size_t>&)>& pick)
+    const std::function<size_t(size_t, const Node&, const std::vector<size_t>&)>& pick,
+    const std::function<std::optional<KnobMove>()>& restart)
 {
     auto inDomain = [&](NodeId id) { return pointOfNode(id).has_value(); };
     std::optional<NodeId> cur;
@@ -355,7 +356,8 @@ std::optional<KnobMove> Base::climb(const SearchTree& tree,
         const Node& n = tree.node(*last);
         const Node& parent = tree.node(n.parent);
         bool better = n.state == NodeState::Ok && parent.state == NodeState::Ok && n.speedup > parent.speedup;
-        cur = n.origin == "sample" || better ? *last : n.parent;
+        const bool restarted = n.origin == "sample" || (n.origin == "model" && n.op == "restart");
+        cur = restarted || better ? *last : n.parent;
     } else {
         cur = bestSeed(tree);
     }
@@ -380,6 +382,8 @@ std::optional<KnobMove> Base::climb(const SearchTree& tree,
             break; // a local optimum: restart
         return move(*cur, pick(p, c, unseen), "neighbour", "inherit");
     }
+    if (restart)
+        return restart();
     auto q = freshPoint();
     if (!q)
         return std::nullopt;
@@ -390,8 +394,13 @@ std::optional<KnobMove> Base::climb(const SearchTree& tree,
 
 const std::vector<std::string>& knobPolicyNames()
 {
-    static const std::vector<std::string> names {"uniform", "hillclimb", "anneal", "genetic", "tpe", "guided"};
+    static const std::vector<std::string> names {"uniform", "hillclimb", "anneal", "genetic", "tpe", "guided", "hybrid"};
     return names;
+}
+
+std::string defaultPolicy(const std::string& synth)
+{
+    return synth == "knob" ? "hybrid" : "uct";
 }
 
 bool isKnobPolicy(const std::string& name)
@@ -426,6 +435,8 @@ std::unique_ptr<KnobPolicy> makeKnobPolicy(
         return makeTpe(std::move(domain), sessionSeed, params.tpe);
     if (name == "guided")
         return makeGuided(std::move(domain), sessionSeed, params.guided);
+    if (name == "hybrid")
+        return makeHybrid(std::move(domain), sessionSeed, params.hybrid);
     throw std::invalid_argument("unknown knob-space policy '" + name + "'");
 }
 

@@ -94,11 +94,18 @@ struct GuidedParams {
     double minGain = 0.01;    // a one-knob move "helped" when its speedup beat the parent's by this
 };
 
+struct HybridParams {
+    int startup = 6;          // uniform samples before the model is used (known results, seeds included)
+    double localBonus = 0;    // a neighbour wins over the model's global candidate unless that scores this much higher (log l/g)
+    TpeParams tpe {10, 24, 0.2, 25, 1.0}; // the model (its startup unused): good group the best 20%
+};
+
 struct KnobPolicyParams {
     AnnealParams anneal;
     GeneticParams genetic;
     TpeParams tpe;
     GuidedParams guided;
+    HybridParams hybrid;
 };
 
 /// A tuning baseline that proposes points of the knob domain directly, instead of choosing a
@@ -113,9 +120,14 @@ public:
     virtual std::optional<KnobMove> next(const SearchTree& tree, std::mt19937_64& rng) = 0;
 };
 
-/// uniform | hillclimb | anneal | genetic | tpe | guided. Throws std::invalid_argument for other names.
+/// uniform | hillclimb | anneal | genetic | tpe | guided | hybrid. Throws std::invalid_argument for other names.
 std::unique_ptr<KnobPolicy> makeKnobPolicy(const std::string& name, std::shared_ptr<const KnobDomain> domain,
     uint64_t sessionSeed, const KnobPolicyParams& params = {});
+
+/// The proposed default policy (docs/SEARCH.md, "The default knob search"): `hybrid` for the
+/// knob synthesizer, `uct` otherwise (an LLM needs a node to expand; a sweep runs no policy).
+/// `hone run` does not use it yet: its default is still `uct`.
+std::string defaultPolicy(const std::string& synth);
 
 /// The names makeKnobPolicy accepts.
 const std::vector<std::string>& knobPolicyNames();

@@ -45,8 +45,11 @@ protected:
     /// parent; it steps for free onto a known faster neighbour, evaluates an unseen neighbour
     /// chosen by `pick(point, node, unseen)`, and restarts from a fresh uniform point at a local
     /// optimum. Call sync(tree) first.
+    /// `restart` (empty: freshPoint) gives the point a new climb starts from; a proposal of
+    /// origin "sample" or "model" is such a start.
     std::optional<KnobMove> climb(const SearchTree& tree,
-        const std::function<size_t(size_t, const Node&, const std::vector<size_t>&)>& pick);
+        const std::function<size_t(size_t, const Node&, const std::vector<size_t>&)>& pick,
+        const std::function<std::optional<KnobMove>()>& restart = {});
 
     std::shared_ptr<const KnobDomain> m_domain;
     uint64_t m_seed;
@@ -59,6 +62,35 @@ private:
     size_t m_cursor = 0;
 };
 
+/// The tree-structured Parzen estimator's densities over the known results (the `tpe` policy,
+/// and the `hybrid` one's neighbour order and restarts): per source and knob value, the good
+/// group's l and the rest's g, smoothed by a uniform prior of `priorWeight` observations.
+class TpeModel {
+public:
+    struct Obs {
+        size_t point;
+        double speed; // -1: failed
+    };
+    /// The known results of `tree` in node order (the first node of each point; pending ones
+    /// left out).
+    static std::vector<Obs> observe(const SearchTree& tree, const std::function<std::optional<size_t>(NodeId)>& pointOf,
+        const std::function<NodeId(size_t)>& nodeAt);
+    TpeModel(const KnobDomain& domain, std::vector<Obs> obs, const TpeParams& p);
+    /// Sum over the point's source and knob values of log(l / g): higher is more like the good group.
+    double score(size_t point) const;
+    /// `candidates` draws from l; the unseen admissible one (`unseen`) with the highest score.
+    std::optional<size_t> propose(std::mt19937_64& rng, const std::function<bool(size_t)>& unseen) const;
+
+private:
+    double density(const std::vector<double>& counts, size_t v) const;
+    size_t drawFrom(const std::vector<double>& counts, std::mt19937_64& rng) const;
+    const KnobDomain& m_domain;
+    TpeParams m_p;
+    std::vector<double> m_srcCount[2];                         // [group][source]
+    std::vector<std::vector<std::vector<double>>> m_knobCount[2]; // [group][source][knob][value]
+};
+
+std::unique_ptr<KnobPolicy> makeHybrid(std::shared_ptr<const KnobDomain> d, uint64_t seed, const HybridParams& p);
 std::unique_ptr<KnobPolicy> makeGenetic(std::shared_ptr<const KnobDomain> d, uint64_t seed, const GeneticParams& p);
 std::unique_ptr<KnobPolicy> makeTpe(std::shared_ptr<const KnobDomain> d, uint64_t seed, const TpeParams& p);
 std::unique_ptr<KnobPolicy> makeGuided(std::shared_ptr<const KnobDomain> d, uint64_t seed, const GuidedParams& p);

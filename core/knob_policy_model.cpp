@@ -144,70 +144,12 @@ public:
     std::optional<KnobMove> next(const SearchTree& tree, std::mt19937_64& rng) override
     {
         sync(tree);
-        struct Obs {
-            size_t point;
-            double speed; // -1: failed
-        };
-        std::vector<Obs> obs;
-        for (size_t id = 1; id < tree.size(); ++id) {
-            auto p = pointOfNode(static_cast<NodeId>(id));
-            const Node& n = tree.node(static_cast<NodeId>(id));
-            if (p && n.state != NodeState::Pending && nodeAt(*p) == n.id)
-                obs.push_back({*p, n.state == NodeState::Ok ? n.speedup : -1.0});
-        }
+        auto obs = TpeModel::observe(
+            tree, [&](NodeId id) { return pointOfNode(id); }, [&](size_t p) { return nodeAt(p); });
         if (static_cast<int>(obs.size()) < m_p.startup)
             return sample();
-        std::stable_sort(obs.begin(), obs.end(), [](const Obs& a, const Obs& b) { return a.speed > b.speed; });
-        const size_t nGood = std::min(obs.size(),
-            std::min(static_cast<size_t>(std::ceil(m_p.gammaFraction * static_cast<double>(obs.size()))),
-                static_cast<size_t>(std::max(1, m_p.gammaMax))));
-
-        const auto& sources = m_domain->sources();
-        // counts[group][source] and knob[group][source][knob][value]
-        std::vector<double> srcCount[2];
-        std::vector<std::vector<std::vector<double>>> knobCount[2];
-        for (int g = 0; g < 2; ++g) {
-            srcCount[g].assign(sources.size(), 0.0);
-            knobCount[g].resize(sources.size());
-            for (size_t s = 0; s < sources.size(); ++s)
-                for (const KnobDecl& k : sources[s].knobs)
-                    knobCount[g][s].emplace_back(k.values.size(), 0.0);
-        }
-        for (size_t i = 0; i < obs.size(); ++i) {
-            int g = i < nGood ? 0 : 1;
-            size_t s = m_domain->sourceOf(obs[i].point);
-            srcCount[g][s] += 1;
-            for (size_t k = 0; k < sources[s].knobs.size(); ++k)
-                knobCount[g][s][k][static_cast<size_t>(m_domain->value(obs[i].point, k))] += 1;
-        }
-        const double w = m_p.priorWeight;
-        auto density = [&](const std::vector<double>& counts, size_t v) {
-            double total = 0;
-            for (double c : counts)
-                total += c;
-            return (counts[v] + w / static_cast<double>(counts.size())) / (total + w);
-        };
-
-        std::optional<size_t> best;
-        double bestScore = 0;
-        int valid = 0;
-        for (int draw = 0; draw < 10 * m_p.candidates && valid < m_p.candidates; ++draw) {
-            size_t s = drawFrom(srcCount[0], rng);
-            size_t q = sources[s].offset;
-            double score = std::log(density(srcCount[0], s) / density(srcCount[1], s));
-            for (size_t k = 0; k < sources[s].knobs.size(); ++k) {
-                size_t v = drawFrom(knobCount[0][s][k], rng);
-                q = m_domain->with(q, k, static_cast<int>(v));
-                score += std::log(density(knobCount[0][s][k], v) / density(knobCount[1][s][k], v));
-            }
-            if (!m_domain->admissible(q) || nodeAt(q) >= 0)
-                continue;
-            ++valid;
-            if (!best || score > bestScore) {
-                best = q;
-                bestScore = score;
-            }
-        }
+        TpeModel model(*m_domain, std::move(obs), m_p);
+        auto best = model.propose(rng, [&](size_t q) { return nodeAt(q) < 0; });
         if (!best)
             return sample();
         return move(seedOf(*best), *best, "model", "restart");
@@ -222,26 +164,106 @@ private:
         return fresh(*p);
     }
 
-    /// A draw from l: counts smoothed by the prior, as density() weighs them.
-    size_t drawFrom(const std::vector<double>& counts, std::mt19937_64& rng) const
-    {
-        const double w = m_p.priorWeight / static_cast<double>(counts.size());
-        double total = 0;
-        for (double c : counts)
-            total += c + w;
-        double u = unit(rng) * total;
-        for (size_t v = 0; v < counts.size(); ++v) {
-            u -= counts[v] + w;
-            if (u < 0)
-                return v;
-        }
-        return counts.size() - 1;
-    }
-
     TpeParams m_p;
 };
 
 } // namespace
+
+std::vector<TpeModel::Obs> TpeModel::observe(const SearchTree& tree,
+    const std::function<std::optional<size_t>(NodeId)>& pointOf, const std::function<NodeId(size_t)>& nodeAt)
+{
+    std::vector<Obs> obs;
+    for (size_t id = 1; id < tree.size(); ++id) {
+        auto p = pointOf(static_cast<NodeId>(id));
+        const Node& n = tree.node(static_cast<NodeId>(id));
+        if (p && n.state != NodeState::Pending && nodeAt(*p) == n.id)
+            obs.push_back({*p, n.state == NodeState::Ok ? n.speedup : -1.0});
+    }
+    return obs;
+}
+
+TpeModel::TpeModel(const KnobDomain& domain, std::vector<Obs> obs, const TpeParams& p)
+    : m_domain(domain)
+    , m_p(p)
+{
+    std::stable_sort(obs.begin(), obs.end(), [](const Obs& a, const Obs& b) { return a.speed > b.speed; });
+    const size_t nGood = std::min(obs.size(),
+        std::min(static_cast<size_t>(std::ceil(m_p.gammaFraction * static_cast<double>(obs.size()))),
+            static_cast<size_t>(std::max(1, m_p.gammaMax))));
+    const auto& sources = m_domain.sources();
+    for (int g = 0; g < 2; ++g) {
+        m_srcCount[g].assign(sources.size(), 0.0);
+        m_knobCount[g].resize(sources.size());
+        for (size_t s = 0; s < sources.size(); ++s)
+            for (const KnobDecl& k : sources[s].knobs)
+                m_knobCount[g][s].emplace_back(k.values.size(), 0.0);
+    }
+    for (size_t i = 0; i < obs.size(); ++i) {
+        int g = i < nGood ? 0 : 1;
+        size_t s = m_domain.sourceOf(obs[i].point);
+        m_srcCount[g][s] += 1;
+        for (size_t k = 0; k < sources[s].knobs.size(); ++k)
+            m_knobCount[g][s][k][static_cast<size_t>(m_domain.value(obs[i].point, k))] += 1;
+    }
+}
+
+double TpeModel::density(const std::vector<double>& counts, size_t v) const
+{
+    double total = 0;
+    for (double c : counts)
+        total += c;
+    return (counts[v] + m_p.priorWeight / static_cast<double>(counts.size())) / (total + m_p.priorWeight);
+}
+
+/// A draw from l: counts smoothed by the prior, as density() weighs them.
+size_t TpeModel::drawFrom(const std::vector<double>& counts, std::mt19937_64& rng) const
+{
+    const double w = m_p.priorWeight / static_cast<double>(counts.size());
+    double total = 0;
+    for (double c : counts)
+        total += c + w;
+    double u = unit(rng) * total;
+    for (size_t v = 0; v < counts.size(); ++v) {
+        u -= counts[v] + w;
+        if (u < 0)
+            return v;
+    }
+    return counts.size() - 1;
+}
+
+double TpeModel::score(size_t point) const
+{
+    size_t s = m_domain.sourceOf(point);
+    double score = std::log(density(m_srcCount[0], s) / density(m_srcCount[1], s));
+    for (size_t k = 0; k < m_domain.sources()[s].knobs.size(); ++k) {
+        size_t v = static_cast<size_t>(m_domain.value(point, k));
+        score += std::log(density(m_knobCount[0][s][k], v) / density(m_knobCount[1][s][k], v));
+    }
+    return score;
+}
+
+std::optional<size_t> TpeModel::propose(std::mt19937_64& rng, const std::function<bool(size_t)>& unseen) const
+{
+    const auto& sources = m_domain.sources();
+    std::optional<size_t> best;
+    double bestScore = 0;
+    int valid = 0;
+    for (int draw = 0; draw < 10 * m_p.candidates && valid < m_p.candidates; ++draw) {
+        size_t s = drawFrom(m_srcCount[0], rng);
+        size_t q = sources[s].offset;
+        for (size_t k = 0; k < sources[s].knobs.size(); ++k)
+            q = m_domain.with(q, k, static_cast<int>(drawFrom(m_knobCount[0][s][k], rng)));
+        if (!m_domain.admissible(q) || !unseen(q))
+            continue;
+        ++valid;
+        double sc = score(q);
+        if (!best || sc > bestScore) {
+            best = q;
+            bestScore = sc;
+        }
+    }
+    return best;
+}
 
 std::unique_ptr<KnobPolicy> makeGenetic(std::shared_ptr<const KnobDomain> d, uint64_t seed, const GeneticParams& p)
 {

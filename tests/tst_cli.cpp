@@ -257,7 +257,7 @@ private slots:
         QVERIFY2(budgetLine.contains(QStringLiteral("(default: %1)").arg(hone::core::RunOptions {}.budget)),
             qPrintable(run.out));
         const QString policyLine = entry(QStringLiteral("--policy"));
-        QVERIFY2(policyLine.contains(QStringLiteral("{uct,evolutionary,greedy,random,uniform,hillclimb,anneal,genetic,tpe,guided}"))
+        QVERIFY2(policyLine.contains(QStringLiteral("{uct,evolutionary,greedy,random,uniform,hillclimb,anneal,genetic,tpe,guided,hybrid}"))
                 && policyLine.contains(QStringLiteral("(default: uct)")),
             qPrintable(policyLine));
     }

@@ -1,6 +1,7 @@
 #include "app/workbench/launcher.h"
 
 #include "backends/targets.h"
+#include "core/knob_policy.h"
 
 #include "app/llm_cli.h"
 
@@ -81,7 +82,9 @@ Launcher::Launcher(QWidget* parent)
     connect(m_synth, &QComboBox::currentTextChanged, this,
         [this](const QString& synth) { m_llmBox->setVisible(synth == "llm"); });
     m_policy = new QComboBox(this);
-    m_policy->addItems({"uct", "evolutionary", "greedy", "random"});
+    // uct first (the default); the knob-space policies need --synth knob (docs/SEARCH.md).
+    for (const auto& name : core::allPolicyNames())
+        m_policy->addItem(QString::fromStdString(name));
     form->addRow(tr("Policy"), m_policy);
     m_memoryOp = new QComboBox(this);
     m_memoryOp->addItems({"auto", "inherit", "compare", "combine", "restart"});
