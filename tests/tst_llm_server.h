@@ -263,7 +263,7 @@ private:
         auto parts = pieces(reply.text, reply.chunkSize);
         res.set_chunked_content_provider(
             "text/event-stream",
-            [this, reply, parts, anthropic, model, finish, tokensIn, tokensOut](
+            [this, reply, parts, anthropic, model, finish, tokensIn, tokensOut, release](
                 size_t, httplib::DataSink& sink) {
                 auto send = [&](const std::string& s) {
                     return m_stopping ? false : sink.write(s.data(), s.size());
@@ -308,6 +308,10 @@ private:
                     if (reply.chunkDelayMs > 0)
                         sleep(reply.chunkDelayMs);
                 }
+                // Out of flight before the last event leaves: a client that has read it may send its
+                // next request at once, and it must not find this one still counted (httplib calls
+                // the releaser only after the body is flushed, which can come later under load).
+                release(true);
                 if (!reply.noFinish) {
                     if (anthropic) {
                         event("content_block_stop", { { "type", "content_block_stop" }, { "index", 0 } });
