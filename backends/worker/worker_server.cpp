@@ -14,6 +14,7 @@ namespace hone::backends {
 
 using core::protocol::FailureKind;
 
+#ifdef HONE_WITH_CUDA
 namespace {
 
 /// HONE_CUDA_IN_PROCESS=1: CUDA candidates run in the worker's own process and context, the way
@@ -25,6 +26,7 @@ bool cudaInProcess()
 }
 
 } // namespace
+#endif
 
 Worker::Worker(ProtocolChannel& channel, const std::filesystem::path& cacheDir, const std::string& compiler,
     std::string version)
