@@ -59,6 +59,19 @@ ReplayTable syntheticTable()
 
 } // namespace
 
+/// "what: median [low, high] vs median [low, high]", for a failed comparison of two policies.
+static QString say(const char* what, const ReplayStats& a, const ReplayStats& b)
+{
+    return QString("%1: %2 [%3, %4] vs %5 [%6, %7]")
+        .arg(what)
+        .arg(a.median)
+        .arg(a.medianLow)
+        .arg(a.medianHigh)
+        .arg(b.median)
+        .arg(b.medianLow)
+        .arg(b.medianHigh);
+}
+
 class TestPolicies : public QObject {
     Q_OBJECT
 private slots:
@@ -485,16 +498,6 @@ private slots:
         const auto random = statsOf("random");
         const auto genetic = statsOf("genetic");
         const auto hybrid = statsOf("hybrid");
-        auto say = [](const char* what, const ReplayStats& a, const ReplayStats& b) {
-            return QString("%1: %2 [%3, %4] vs %5 [%6, %7]")
-                .arg(what)
-                .arg(a.median)
-                .arg(a.medianLow)
-                .arg(a.medianHigh)
-                .arg(b.median)
-                .arg(b.medianLow)
-                .arg(b.medianHigh);
-        };
         QVERIFY2(1.3 * uct.medianHigh <= uniform.medianLow, qPrintable(say("uct vs uniform", uct, uniform)));
         QVERIFY2(2.0 * climb.medianHigh <= uniform.medianLow, qPrintable(say("hillclimb vs uniform", climb, uniform)));
         QVERIFY2(uniform.medianHigh < random.medianLow, qPrintable(say("uniform vs random", uniform, random)));
@@ -537,16 +540,6 @@ private slots:
         const auto climb = statsOf("hillclimb");
         const auto genetic = statsOf("genetic");
         const auto hybrid = statsOf("hybrid");
-        auto say = [](const char* what, const ReplayStats& a, const ReplayStats& b) {
-            return QString("%1: %2 [%3, %4] vs %5 [%6, %7]")
-                .arg(what)
-                .arg(a.median)
-                .arg(a.medianLow)
-                .arg(a.medianHigh)
-                .arg(b.median)
-                .arg(b.medianLow)
-                .arg(b.medianHigh);
-        };
         QCOMPARE(hybrid.reached, 1.0);
         QVERIFY2(1.4 * hybrid.medianHigh <= genetic.medianLow, qPrintable(say("hybrid vs genetic", hybrid, genetic)));
         QVERIFY2(2.0 * hybrid.medianHigh <= climb.medianLow, qPrintable(say("hybrid vs hillclimb", hybrid, climb)));
