@@ -3,7 +3,12 @@
 // (VEC = 8: 16-byte loads, VEC = 4: 8-byte loads) and keeps up to CACHE of those vectors of x in
 // registers, so x is read from memory once. Rows longer than TPR * VEC * CACHE take a path that
 // re-reads x (mostly from L2). Rows whose length or pointers do not allow VEC-wide accesses use
-// 2- or 1-element accesses (same code, narrower vectors).
+// 2- or 1-element accesses (same code, narrower vectors). TPR = 8 or 16 puts several rows in one
+// warp (short rows such as 320 elements: 40 16-byte vectors fill 8 lanes exactly five times,
+// where a whole warp would leave 24 of 32 lanes idle on the second pass).
+//   MINB    the blocks per SM the compiler must leave registers for (__launch_bounds__): 1 lets
+//           a thread keep its whole row slice in registers; 2 or 4 let a second block load
+//           while another reduces and writes.
 //   STATS   0: exact two-pass statistics (sum -> mean, then sum of (x - mean)^2), two row
 //           reductions; 1: one pass over x - x[row, 0] (sum and sum of squares of the shifted
 //           values, one reduction of two numbers); 2: each thread computes the count, mean and
@@ -17,12 +22,14 @@
 // a thread caches, at most CACHE * VEC = 64 bf16).
 //
 // hone:knob VEC = 8 | 4  acts=bytes_per_access
-// hone:knob TPR = 64 | 32 | 128 | 256  acts=launch_shape
+// hone:knob TPR = 64 | 32 | 128 | 256 | 16 | 8  acts=launch_shape
 // hone:knob RPB = 4 | 1 | 2 | 8  acts=launch_shape
 // hone:knob CACHE = 2 | 1 | 4 | 8  acts=work_per_thread
 // hone:knob STATS = 1 | 0 | 2  acts=reduction
 // hone:knob CACHEOP = 0 | 1 | 2  acts=cache_policy
-// hone:require TPR * RPB <= 1024
+// hone:knob MINB = 1 | 2 | 4  acts=parallelism
+// hone:require TPR * RPB <= 1024 && TPR * RPB >= 32
+// hone:require TPR * RPB * MINB <= 2048
 // hone:require TPR * VEC * CACHE >= 256 && TPR * VEC * CACHE <= 8192
 #include <hone/kernel.h>
 
@@ -49,13 +56,21 @@
 #ifndef CACHEOP
 #define CACHEOP 0
 #endif
+#ifndef MINB
+#define MINB 1
+#endif
 
 static_assert(VEC == 4 || VEC == 8, "VEC must be 4 or 8");
-static_assert(TPR == 32 || TPR == 64 || TPR == 128 || TPR == 256 || TPR == 512 || TPR == 1024, "TPR");
+static_assert(TPR == 8 || TPR == 16 || TPR == 32 || TPR == 64 || TPR == 128 || TPR == 256 || TPR == 512
+        || TPR == 1024,
+    "TPR");
 static_assert(TPR * RPB <= 1024, "block too large");
+static_assert((TPR * RPB) % 32 == 0, "a block is whole warps");
 
 constexpr int THREADS = TPR * RPB;
-constexpr int WARPS_PER_ROW = TPR / 32;
+constexpr int WARPS_PER_ROW = TPR / 32; // 0 when several rows share a warp
+constexpr int LANES = TPR < 32 ? TPR : 32; // the lanes of one row inside a warp
+constexpr int RED_WARPS = WARPS_PER_ROW > 0 ? WARPS_PER_ROW : 1; // shared reduction slots per row
 
 // Raw storage of V bf16 values.
 template <int V> struct Vec;
@@ -150,7 +165,7 @@ template <class T> __device__ __forceinline__ void store_stream(T* p, T v)
 template <int NV> __device__ __forceinline__ void row_sum(float (&v)[NV], float* red)
 {
 #pragma unroll
-    for (int o = 16; o > 0; o >>= 1)
+    for (int o = LANES / 2; o > 0; o >>= 1)
 #pragma unroll
         for (int i = 0; i < NV; ++i)
             v[i] += __shfl_xor_sync(0xffffffffu, v[i], o);
@@ -195,17 +210,17 @@ __device__ __forceinline__ Stats merge(Stats a, Stats b)
 __device__ __forceinline__ Stats row_merge(Stats s, float* red)
 {
 #pragma unroll
-    for (int o = 16; o > 0; o >>= 1) {
+    for (int o = LANES / 2; o > 0; o >>= 1) {
         Stats b;
         b.n = __shfl_xor_sync(0xffffffffu, s.n, o);
         b.mean = __shfl_xor_sync(0xffffffffu, s.mean, o);
         b.m2 = __shfl_xor_sync(0xffffffffu, s.m2, o);
         s = merge(s, b);
     }
-    // the merge is not exactly symmetric in its arguments: take lane 0's result
-    s.n = __shfl_sync(0xffffffffu, s.n, 0);
-    s.mean = __shfl_sync(0xffffffffu, s.mean, 0);
-    s.m2 = __shfl_sync(0xffffffffu, s.m2, 0);
+    // the merge is not exactly symmetric in its arguments: take the row's first lane's result
+    s.n = __shfl_sync(0xffffffffu, s.n, 0, LANES);
+    s.mean = __shfl_sync(0xffffffffu, s.mean, 0, LANES);
+    s.m2 = __shfl_sync(0xffffffffu, s.m2, 0, LANES);
     if constexpr (WARPS_PER_ROW > 1) {
         const int sub = threadIdx.x / TPR;
         const int warp = (threadIdx.x % TPR) / 32;
@@ -244,14 +259,14 @@ __device__ __forceinline__ void write_out(typename Vec<V>::T xv, float mean, flo
 }
 
 template <int V>
-__global__ void __launch_bounds__(THREADS, 1)
+__global__ void __launch_bounds__(THREADS, MINB)
     layernorm_kernel(const unsigned short* __restrict__ x, const unsigned short* __restrict__ gamma,
         const unsigned short* __restrict__ beta, unsigned short* __restrict__ y, int64_t M, int N, float eps)
 {
     using T = typename Vec<V>::T;
-    __shared__ float red0[RPB * WARPS_PER_ROW * 3];
+    __shared__ float red0[RPB * RED_WARPS * 3];
 #if STATS == 0
-    __shared__ float red1[RPB * WARPS_PER_ROW];
+    __shared__ float red1[RPB * RED_WARPS];
 #endif
 
     const int t = threadIdx.x % TPR;
