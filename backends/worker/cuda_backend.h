@@ -70,6 +70,12 @@ public:
     nlohmann::json profile(const nlohmann::json& request) override;
     nlohmann::json launchProfile(LoadedKernel& kernel, const hone_args& args) override;
     core::Ceilings ceilings(bool force, bool* cached) override;
+    // resources/calibration/cuda_judge.cu, compiled and loaded on first use.
+    std::string prepareDeviceChecks() override;
+    bool poisonOnDevice(void* device, hone_dtype dtype, size_t numel) override;
+    std::optional<uint64_t> mismatchesOnDevice(
+        const void* got, const void* want, hone_dtype dtype, size_t numel, double atol, double rtol) override;
+    std::optional<uint64_t> checksumOnDevice(const void* device, size_t bytes, uint64_t key) override;
 
     /// "sm_90a" etc.: what candidates are built for.
     std::string arch() const { return m_arch; }
@@ -133,6 +139,17 @@ private:
     int m_delayedRuns = 0;
     int m_exposedLaunches = 0;
     std::optional<core::Ceilings> m_ceilings;
+    // The judge kernels (prepareDeviceChecks): the loaded object's entry points, or why not.
+    struct Judge {
+        void* handle = nullptr;
+        int (*mismatches)(void*, const void*, const void*, unsigned long long, int, double, double,
+            unsigned long long*) = nullptr;
+        int (*checksum)(void*, const void*, unsigned long long, unsigned long long, unsigned long long*) = nullptr;
+        int (*fill64)(void*, void*, unsigned long long, unsigned long long) = nullptr;
+    };
+    Judge m_judge;
+    bool m_judgeTried = false;
+    std::string m_judgeError;
     struct SharedMapping {
         size_t bytes = 0; // mapped, a multiple of the allocation granularity
         unsigned long long handle = 0; // CUmemGenericAllocationHandle

@@ -34,6 +34,8 @@ namespace hone::backends::cuda {
     X(cuMemcpyDtoH)                                                                                \
     X(cuMemsetD8)                                                                                  \
     X(cuMemsetD32Async)                                                                            \
+    X(cuMemsetD16Async)                                                                            \
+    X(cuMemsetD8Async)                                                                             \
     X(cuStreamCreate)                                                                              \
     X(cuStreamDestroy)                                                                             \
     X(cuStreamSynchronize)                                                                         \

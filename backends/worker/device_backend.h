@@ -10,6 +10,7 @@
 #include <cstddef>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <stdexcept>
 #include <vector>
 #include <string>
@@ -173,6 +174,33 @@ public:
         (void)kernel;
         (void)args;
         return nullptr;
+    }
+
+    /// The judge's own device work on buffers it allocated (trusted code in the judge's
+    /// context, never the candidate's), so that checking a timed call of a large shape moves no
+    /// data to the host. Each answers nullopt (or false) where the backend has none; the evaluator
+    /// then does the same work on the host.
+    /// Prepares them (may compile; call before taking the timing lock). Empty, or why they are off.
+    virtual std::string prepareDeviceChecks() { return "this device has none"; }
+    /// Fills `numel` elements of `dtype` at `device` with the poison pattern (HostTensor::poison).
+    virtual bool poisonOnDevice(void* device, hone_dtype dtype, size_t numel)
+    {
+        (void)device, (void)dtype, (void)numel;
+        return false;
+    }
+    /// How many of `numel` elements compareRun would report for `got` against `want`.
+    virtual std::optional<uint64_t> mismatchesOnDevice(
+        const void* got, const void* want, hone_dtype dtype, size_t numel, double atol, double rtol)
+    {
+        (void)got, (void)want, (void)dtype, (void)numel, (void)atol, (void)rtol;
+        return std::nullopt;
+    }
+    /// A checksum of `bytes` at `device` keyed by `key`: without the key, no change of the bytes
+    /// keeps it.
+    virtual std::optional<uint64_t> checksumOnDevice(const void* device, size_t bytes, uint64_t key)
+    {
+        (void)device, (void)bytes, (void)key;
+        return std::nullopt;
     }
 
     /// The device's measured ceilings, cached on disk per device and compiler; `force`

@@ -461,9 +461,16 @@ nlohmann::json Evaluator::timeCandidate(const ShapeSpec& shape, LoadedKernel& ca
         for (const auto& in : inputs.back())
             checksums.back().push_back(in.checksum());
     }
+    // On a GPU the judge's own kernels poison, verify and checksum in device memory (the
+    // host does it where they are off: the reason goes into the timing record).
+    const std::string deviceChecksOff = m_device.prepareDeviceChecks();
+    const bool deviceChecks = deviceChecksOff.empty();
+    std::mt19937_64 rng(std::random_device {}());
+    const uint64_t checksumKey = rng();
     // The candidate and the baseline get separate copies of every input set: neither can
     // change what the other reads, and both are checksummed after timing.
-    std::vector<std::vector<DeviceBuffer>> candIn(sets), baseIn(sets);
+    std::vector<std::vector<DeviceBuffer>> candIn(sets), baseIn(sets), wantOnDevice(sets);
+    std::vector<std::vector<std::optional<uint64_t>>> candSums(sets), baseSums(sets);
     {
         // Copies are device work too: on a GPU another process's timing would share the chip
         // with them (time-sliced contexts), so they wait for it and hold it off.
@@ -478,6 +485,17 @@ nlohmann::json Evaluator::timeCandidate(const ShapeSpec& shape, LoadedKernel& ca
                     baseIn[s].emplace_back(m_device, in.bytes());
                     m_device.upload(baseIn[s].back().get(), in.data(), in.bytes());
                 }
+            }
+        if (deviceChecks)
+            for (size_t s = 0; s < sets; ++s) {
+                for (const auto& w : want[s]) {
+                    wantOnDevice[s].emplace_back(m_device, w.bytes());
+                    m_device.upload(wantOnDevice[s].back().get(), w.data(), w.bytes());
+                }
+                for (const auto& b : candIn[s])
+                    candSums[s].push_back(m_device.checksumOnDevice(b.get(), b.bytes(), checksumKey));
+                for (const auto& b : baseIn[s])
+                    baseSums[s].push_back(m_device.checksumOnDevice(b.get(), b.bytes(), checksumKey));
             }
     }
     // Separate outputs, so neither kernel finds the other's results in place.
@@ -498,12 +516,19 @@ nlohmann::json Evaluator::timeCandidate(const ShapeSpec& shape, LoadedKernel& ca
             baseArgs.back().bind(shape.inputs, pointers(baseIn[s]), shape.outputs, pointers(baseOut));
     }
     // Every timed call of the candidate starts from poisoned outputs.
-    std::vector<HostTensor> poisoned = makeTensors(shape.outputs);
-    for (auto& p : poisoned)
-        p.poison();
+    std::vector<HostTensor> poisoned; // the host's copy, made where the device cannot fill
     auto poisonOutputs = [&] {
-        for (size_t i = 0; i < candOut.size(); ++i)
+        for (size_t i = 0; i < candOut.size(); ++i) {
+            const TensorDesc& d = shape.outputs[i];
+            if (deviceChecks && m_device.poisonOnDevice(candOut[i].get(), d.dtype, d.numel()))
+                continue;
+            if (poisoned.empty()) {
+                poisoned = makeTensors(shape.outputs);
+                for (auto& p : poisoned)
+                    p.poison();
+            }
             m_device.upload(candOut[i].get(), poisoned[i].data(), poisoned[i].bytes());
+        }
     };
 
     auto timeOne = [&](LoadedKernel& k, const KernelArgs& a, bool isBaseline) {
@@ -521,10 +546,25 @@ nlohmann::json Evaluator::timeCandidate(const ShapeSpec& shape, LoadedKernel& ca
         return ns;
     };
     // The schedule (input set, who goes first, which calls are verified) comes from a source
-    // the candidate's process cannot read.
-    std::mt19937_64 rng(std::random_device {}());
+    // the candidate's process cannot read (rng, above).
     int verified = 0;
+    int verifiedOnDevice = 0;
     auto verify = [&](size_t set, int call) {
+        // On the device first: a count of 0 is what compareRun would pass; anything else is
+        // compared again on the host, which names the element.
+        bool clean = deviceChecks;
+        for (size_t i = 0; clean && i < candOut.size(); ++i) {
+            const TensorDesc& d = shape.outputs[i];
+            const Tolerance tol = toleranceFor(req.tolerance, d.dtype);
+            const std::optional<uint64_t> bad = m_device.mismatchesOnDevice(
+                candOut[i].get(), wantOnDevice[set][i].get(), d.dtype, d.numel(), tol.atol, tol.rtol);
+            clean = bad && *bad == 0;
+        }
+        if (clean) {
+            ++verified;
+            ++verifiedOnDevice;
+            return;
+        }
         std::vector<HostTensor> got = makeTensors(shape.outputs);
         for (size_t i = 0; i < got.size(); ++i)
             m_device.download(got[i].data(), candOut[i].get(), got[i].bytes());
@@ -660,10 +700,21 @@ nlohmann::json Evaluator::timeCandidate(const ShapeSpec& shape, LoadedKernel& ca
         for (size_t k = 0; k < cand.size() && k < base.size(); ++k)
             if (cand[k] > 0)
                 ratios.push_back(base[k] / cand[k]);
-    // Inputs are read-only for both kernels, through all of timing.
+    // Inputs are read-only for both kernels, through all of timing. A keyed checksum on the
+    // device that still matches needs no copy to the host.
+    int checksummedOnDevice = 0;
     for (size_t s = 0; s < sets; ++s)
         for (const std::vector<DeviceBuffer>* group : { &candIn[s], &baseIn[s] })
             for (size_t i = 0; i < group->size(); ++i) {
+                const auto& before = group == &candIn[s] ? candSums[s] : baseSums[s];
+                if (i < before.size() && before[i]) {
+                    const std::optional<uint64_t> now
+                        = m_device.checksumOnDevice((*group)[i].get(), (*group)[i].bytes(), checksumKey);
+                    if (now && *now == *before[i]) {
+                        ++checksummedOnDevice;
+                        continue;
+                    }
+                }
                 HostTensor after(shape.inputs[i]);
                 m_device.download(after.data(), (*group)[i].get(), after.bytes());
                 if (after.checksum() != checksums[s][i])
@@ -698,6 +749,10 @@ nlohmann::json Evaluator::timeCandidate(const ShapeSpec& shape, LoadedKernel& ca
     timing["seed"] = req.timingSeed;
     timing["input_sets"] = seeds;
     timing["verified_calls"] = verified;
+    timing["checks_on"] = deviceChecks
+        ? nlohmann::json { { "where", "device" }, { "verified_calls", verifiedOnDevice },
+              { "inputs_checksummed", checksummedOnDevice } }
+        : nlohmann::json { { "where", "host" }, { "why", deviceChecksOff } };
     if (nlohmann::json info = m_device.timingInfo(); !info.is_null()) {
         info["side_stream_samples"] = sideStream;
         info["resampled"] = resampled;

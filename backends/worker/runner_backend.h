@@ -66,6 +66,24 @@ public:
     core::Ceilings ceilings(bool force, bool* cached) override { return m_inner.ceilings(force, cached); }
     std::string clockDisagreement(LoadedKernel& kernel) override;
     bool verifiesEveryTimedCall() const override { return m_memory == Memory::Host; }
+    // On a GPU the buffers are the inner backend's: its judge kernels check them.
+    std::string prepareDeviceChecks() override
+    {
+        return onDevice() ? m_inner.prepareDeviceChecks() : "buffers in host memory";
+    }
+    bool poisonOnDevice(void* device, hone_dtype dtype, size_t numel) override
+    {
+        return onDevice() && m_inner.poisonOnDevice(device, dtype, numel);
+    }
+    std::optional<uint64_t> mismatchesOnDevice(
+        const void* got, const void* want, hone_dtype dtype, size_t numel, double atol, double rtol) override
+    {
+        return onDevice() ? m_inner.mismatchesOnDevice(got, want, dtype, numel, atol, rtol) : std::nullopt;
+    }
+    std::optional<uint64_t> checksumOnDevice(const void* device, size_t bytes, uint64_t key) override
+    {
+        return onDevice() ? m_inner.checksumOnDevice(device, bytes, key) : std::nullopt;
+    }
 
 private:
     friend class RunnerKernel;
