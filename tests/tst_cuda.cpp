@@ -514,6 +514,28 @@ TEST(CudaGpu, CandidateCannotWriteTheCache)
     EXPECT_FALSE(fs::exists("/tmp/pwned-by-candidate"));
 }
 
+TEST(CudaGpu, ProfiledCandidateIsSandboxedToo)
+{
+    if (!haveGpu())
+        GTEST_SKIP() << noGpuReason();
+    if (!sandboxed())
+        GTEST_SKIP() << "the sandbox is off here: " << hello()["sandbox"].dump();
+    // The Nsight Compute stage runs the candidate once more, in a process of its own under ncu:
+    // that process is sandboxed like the runners, so the same writes fail there too.
+    fs::remove("/tmp/pwned-by-candidate");
+    const nlohmann::json r
+        = evaluate(request(contained("write_cache.cu"), nlohmann::json::object(), { "compile", "check", "time", "profile" }));
+    EXPECT_EQ(r.value("status", std::string()), "ok") << failureKind(r) << ": " << failureMessage(r);
+    ASSERT_TRUE(r.contains("profile")) << r.dump().substr(0, 2000);
+    const auto& p = r["profile"];
+    if (p.contains("error") && p["error"].get<std::string>().find("not found") != std::string::npos)
+        GTEST_SKIP() << p["error"].get<std::string>();
+    EXPECT_TRUE(p.contains("main")) << "the profile ran in the sandbox: " << p.dump();
+    for (const auto& e : fs::recursive_directory_iterator(scratch() / "cache"))
+        EXPECT_EQ(e.path().filename().string().find("pwned"), std::string::npos) << e.path();
+    EXPECT_FALSE(fs::exists("/tmp/pwned-by-candidate"));
+}
+
 TEST(CudaGpu, ForgedProtocolLinesAreNotAdopted)
 {
     if (!haveGpu())

@@ -9,6 +9,7 @@
 #include "hone_embedded.h"
 #include "ncu_profile.h"
 #include "process.h"
+#include "sandbox.h"
 
 #include <cxxabi.h>
 #include <dlfcn.h>
@@ -618,11 +619,35 @@ nlohmann::json CudaBackend::profile(const nlohmann::json& request)
     for (const auto& m : ncuMetrics())
         metrics += (metrics.empty() ? "" : ",") + m;
     // The child is this worker in --profile-once mode: one call of the candidate, nothing else,
-    // so every kernel ncu sees is the candidate's.
-    const ProcessResult r = runProcess({ ncu, "--csv", "--page", "raw", "--metrics", metrics, "--target-processes",
-                                           "all", self.string(), "--profile-once", (dir / "request.json").string(),
-                                           "--cache-dir", m_cacheDir.string() },
-        dir.string(), 600, size_t(8) << 20);
+    // so every kernel ncu sees is the candidate's. Candidate code runs in it: ncu and the child
+    // start inside the runners' sandbox (ncu cannot follow a target into one), with the cache
+    // (where the candidate's object is) and the request read-only.
+    const SandboxInfo& sandbox = sandboxInfo();
+    if (!sandbox.enabled && !sandbox.optedOut) {
+        fs::remove_all(dir, ec);
+        return { { "error", "no sandbox for the profiled candidate: " + sandbox.reason } };
+    }
+    std::vector<std::string> argv;
+    if (sandbox.enabled) {
+        std::vector<std::pair<std::string, std::string>> env = { { "PATH", "/usr/bin:/bin" }, { "HOME", "/tmp" } };
+        for (const char* var : { "LD_LIBRARY_PATH", "CUDA_VISIBLE_DEVICES", "CUDA_DEVICE_ORDER", "HONE_CUDA_DEVICE" })
+            if (const char* v = std::getenv(var))
+                env.emplace_back(var, v);
+        argv = sandboxCommand(sandbox.bwrap, env, 512ull << 20);
+        const fs::path exeDir = self.parent_path();
+        argv.insert(argv.end(), { "--ro-bind", exeDir.string(), exeDir.string() });
+        argv.insert(argv.end(), { "--ro-bind-try", (exeDir.parent_path() / "lib").string(), (exeDir.parent_path() / "lib").string() });
+        // ncu outside /usr (its own install prefix) is seen read-only, with its sections.
+        const fs::path ncuReal = fs::canonical(ncu, ec);
+        if (!ec && ncuReal.string().rfind("/usr/", 0) != 0)
+            argv.insert(argv.end(), { "--ro-bind", ncuReal.parent_path().string(), ncuReal.parent_path().string() });
+        argv.insert(argv.end(), { "--ro-bind", m_cacheDir.string(), m_cacheDir.string() });
+        appendGpuAccess(argv);
+    }
+    argv.insert(argv.end(), { ncu, "--csv", "--page", "raw", "--metrics", metrics, "--target-processes", "all",
+                                self.string(), "--profile-once", (dir / "request.json").string(), "--cache-dir",
+                                m_cacheDir.string() });
+    const ProcessResult r = runProcess(argv, dir.string(), 600, size_t(8) << 20);
     fs::remove_all(dir, ec);
     if (!r.started)
         return { { "error", "cannot run ncu: " + r.error } };

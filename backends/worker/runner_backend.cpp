@@ -401,20 +401,10 @@ std::vector<std::string> RunnerBackend::runnerCommand(const std::string& objectP
         argv.insert(argv.end(), { "--ro-bind", exeDir.string(), exeDir.string() });
         argv.insert(argv.end(), { "--ro-bind-try", (exeDir.parent_path() / "lib").string(), (exeDir.parent_path() / "lib").string() });
         argv.insert(argv.end(), { "--ro-bind", objectPath, objectPath });
-        if (onDevice()) {
-            // The driver's device nodes (nvidiactl, nvidia-uvm, nvidiaN, nvidia-caps) and the
-            // PCI topology it reads, as for the PyTorch baseline on a GPU (torch_reference.cpp);
-            // nothing else of /dev or /sys.
-            std::error_code ec;
-            for (const auto& e : std::filesystem::directory_iterator("/dev", ec))
-                if (e.path().filename().string().rfind("nvidia", 0) == 0)
-                    argv.insert(argv.end(), { "--dev-bind", e.path().string(), e.path().string() });
-            for (const char* dir : { "/sys/bus/pci", "/sys/devices", "/sys/module/nvidia" })
-                argv.insert(argv.end(), { "--ro-bind-try", dir, dir });
-            // The toolkit's libraries (libcublasLt) are reached through an rpath into
-            // /usr/local/cuda, which Debian and NVIDIA's images link through /etc/alternatives.
-            argv.insert(argv.end(), { "--ro-bind-try", "/etc/alternatives", "/etc/alternatives" });
-        }
+        // The driver's device nodes and the PCI topology it reads, as for the PyTorch
+        // baseline on a GPU (torch_reference.cpp).
+        if (onDevice())
+            appendGpuAccess(argv);
     }
     argv.insert(argv.end(), { exe, "--runner", "3" });
     if (onDevice())

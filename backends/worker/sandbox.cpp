@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <cstdlib>
+#include <filesystem>
 
 namespace hone::backends {
 
@@ -41,6 +42,17 @@ std::vector<std::string> sandboxCommand(const std::string& bwrap,
     a.insert(a.end(),
         { "--proc", "/proc", "--dev", "/dev", "--size", std::to_string(tmpBytes), "--tmpfs", "/tmp" });
     return a;
+}
+
+void appendGpuAccess(std::vector<std::string>& argv)
+{
+    std::error_code ec;
+    for (const auto& e : std::filesystem::directory_iterator("/dev", ec))
+        if (e.path().filename().string().rfind("nvidia", 0) == 0)
+            argv.insert(argv.end(), { "--dev-bind", e.path().string(), e.path().string() });
+    for (const char* dir : { "/sys/bus/pci", "/sys/devices", "/sys/module/nvidia" })
+        argv.insert(argv.end(), { "--ro-bind-try", dir, dir });
+    argv.insert(argv.end(), { "--ro-bind-try", "/etc/alternatives", "/etc/alternatives" });
 }
 
 const SandboxInfo& sandboxInfo()

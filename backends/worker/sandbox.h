@@ -31,4 +31,9 @@ void bindSystem(std::vector<std::string>& argv);
 std::vector<std::string> sandboxCommand(const std::string& bwrap,
     const std::vector<std::pair<std::string, std::string>>& env, unsigned long long tmpBytes);
 
+/// Appends what a process needs to use the NVIDIA GPU inside the sandbox: the driver's device
+/// nodes (nvidiactl, nvidia-uvm, nvidiaN, nvidia-caps), the PCI topology it reads, and
+/// /etc/alternatives (the toolkit's libraries are reached through it); nothing else of /dev or /sys.
+void appendGpuAccess(std::vector<std::string>& argv);
+
 } // namespace hone::backends

@@ -140,18 +140,12 @@ void TorchKernel::start()
             if (const char* v = std::getenv(var))
                 env.emplace_back(var, v);
         argv = sandboxCommand(sandbox.bwrap, env, 256ull << 20);
-        if (m_onGpu) {
-            // The GPU baseline needs the driver's device nodes (nvidiactl, nvidia-uvm, nvidiaN,
-            // nvidia-caps) and reads the PCI topology; nothing else of /dev or /sys.
-            std::error_code dirEc;
-            for (const auto& e : fs::directory_iterator("/dev", dirEc))
-                if (e.path().filename().string().rfind("nvidia", 0) == 0)
-                    argv.insert(argv.end(), { "--dev-bind", e.path().string(), e.path().string() });
-            for (const char* dir : { "/sys/bus/pci", "/sys/devices", "/sys/module/nvidia" })
-                argv.insert(argv.end(), { "--ro-bind-try", dir, dir });
-        }
-        // Debian reaches BLAS and LAPACK (numpy, torch) through /etc/alternatives.
-        argv.insert(argv.end(), { "--ro-bind-try", "/etc/alternatives", "/etc/alternatives" });
+        // The GPU baseline needs the driver's device nodes and the PCI topology (it also gets
+        // /etc/alternatives, through which Debian reaches BLAS and LAPACK for numpy and torch).
+        if (m_onGpu)
+            appendGpuAccess(argv);
+        else // Debian reaches BLAS and LAPACK (numpy, torch) through /etc/alternatives.
+            argv.insert(argv.end(), { "--ro-bind-try", "/etc/alternatives", "/etc/alternatives" });
         // An interpreter outside /usr (a venv, conda) is seen with its whole prefix, read-only.
         std::error_code ec;
         const fs::path real = fs::canonical(python, ec);
