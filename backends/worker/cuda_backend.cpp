@@ -3,6 +3,7 @@
 #include "calibration.h"
 #include "core/knobs.h"
 #include "core/sha256.h"
+#include "core/utf8.h"
 #include "cuda_delay.h"
 #include "cuda_driver.h"
 #include "file_lock.h"
@@ -637,10 +638,13 @@ nlohmann::json CudaBackend::profile(const nlohmann::json& request)
         const fs::path exeDir = self.parent_path();
         argv.insert(argv.end(), { "--ro-bind", exeDir.string(), exeDir.string() });
         argv.insert(argv.end(), { "--ro-bind-try", (exeDir.parent_path() / "lib").string(), (exeDir.parent_path() / "lib").string() });
-        // ncu outside /usr (its own install prefix) is seen read-only, with its sections.
+        // ncu outside /usr (its own install prefix) is seen read-only, with its sections; the
+        // toolkit's ncu is a script that looks for Nsight Compute beside the toolkit or in
+        // /opt/nvidia, where NVIDIA's packages put it.
         const fs::path ncuReal = fs::canonical(ncu, ec);
         if (!ec && ncuReal.string().rfind("/usr/", 0) != 0)
             argv.insert(argv.end(), { "--ro-bind", ncuReal.parent_path().string(), ncuReal.parent_path().string() });
+        argv.insert(argv.end(), { "--ro-bind-try", "/opt/nvidia", "/opt/nvidia" });
         argv.insert(argv.end(), { "--ro-bind", m_cacheDir.string(), m_cacheDir.string() });
         appendGpuAccess(argv);
     }
@@ -658,7 +662,10 @@ nlohmann::json CudaBackend::profile(const nlohmann::json& request)
         p["seconds"] = r.seconds;
         return p;
     } catch (const std::exception& e) {
-        return { { "error", std::string(e.what()) + " (exit " + std::to_string(r.exitCode) + ")" } };
+        // The profiled process's own words (a failed load, a refused device) end its output.
+        std::string tail = r.output.size() > 1500 ? r.output.substr(r.output.size() - 1500) : r.output;
+        return { { "error", std::string(e.what()) + " (exit " + std::to_string(r.exitCode) + ")" },
+            { "output", core::validUtf8(tail) } };
     }
 }
 
