@@ -152,6 +152,7 @@ std::string Engine::Loop::cacheKeyOf(const nlohmann::json& req) const
 {
     nlohmann::json config = req["config"];
     config.erase("screen_speedup"); // a screened hit is checked against the threshold instead
+    config.erase("screen_probe");
     nlohmann::json keyed = {{"problem", e.m_problemHash}, {"candidate", req["candidate"]},
         {"baseline", req["baseline"]}, {"config", config}, {"device", e.m_device}, {"toolchain", e.m_toolchain}};
     return sha256Hex(dumpJson(keyed)); // the same bytes as dump() for valid text; never throws
@@ -206,9 +207,12 @@ void Engine::Loop::screenFor(NodeId id, nlohmann::json& req)
         return;
     double bestScreen = 0;
     double scale = 0;
+    std::map<size_t, double> bestOn; // per bench shape, over full results
     for (const auto& [node, s] : m_results) {
         if (!s.ok() || s.isScreened() || s.shapeResults().empty())
             continue;
+        for (const auto& shape : s.shapeResults())
+            bestOn[shape.index] = std::max(bestOn[shape.index], shape.speedup.value_or(0.0));
         const double screenSpeedup = s.shapes->front().speedup.value_or(0.0);
         if (!(screenSpeedup > 0))
             continue;
@@ -218,8 +222,15 @@ void Engine::Loop::screenFor(NodeId id, nlohmann::json& req)
         }
     }
     m_screenScale[id] = scale;
-    if (bestScreen > 0)
-        req["config"]["screen_speedup"] = kScreenFraction * bestScreen;
+    if (!(bestScreen > 0))
+        return;
+    req["config"]["screen_speedup"] = kScreenFraction * bestScreen;
+    // The probe shape, the others in turn by node id: a candidate screened out on the heaviest
+    // shape is still timed there, and on all where it at least ties the best full result on it
+    // (a specialist the portfolio can deploy for that shape).
+    const size_t probe = e.m_timingOrder[1 + static_cast<size_t>(id) % (e.m_timingOrder.size() - 1)];
+    if (auto it = bestOn.find(probe); it != bestOn.end() && it->second > 0)
+        req["config"]["screen_probe"] = { { "index", probe }, { "speedup", it->second } };
 }
 
 std::optional<NodeId> Engine::Loop::propose()

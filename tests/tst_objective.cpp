@@ -47,8 +47,9 @@ void write(const std::filesystem::path& p, const std::string& text)
     std::ofstream(p, std::ios::binary | std::ios::trunc) << text;
 }
 
-/// The `scale` test problem with two bench shapes (bench[0] weighs 3) and three seeds: the
-/// baseline (16 passes), `split` (1 pass on bench[0], 32 on bench[1]) and `slow` (64 passes).
+/// The `scale` test problem with two bench shapes (bench[0] weighs 3) and four seeds: the
+/// baseline (16 passes), `split` (1 pass on bench[0], 32 on bench[1]), `slow` (64 passes) and
+/// `short` (64 passes on bench[0], 1 on bench[1]: a specialist for the light shape).
 /// The first pass reads from memory (caches are flushed before each timed call), the others
 /// from cache: the ratios are smaller than the pass counts, but far from 1.
 std::filesystem::path makeTwoShapeProblem(const QTemporaryDir& tmp)
@@ -65,6 +66,7 @@ std::filesystem::path makeTwoShapeProblem(const QTemporaryDir& tmp)
     write(dir / "seeds" / "paced.cpp", pacedSeed(16));
     write(dir / "seeds" / "split.cpp", pacedSeed(32, 65536));
     write(dir / "seeds" / "slow.cpp", pacedSeed(64));
+    write(dir / "seeds" / "short.cpp", pacedSeed(64, 65537));
     return dir;
 }
 
@@ -176,17 +178,17 @@ f32 = { atol = 1e-6, rtol = 1e-4 }
         core::Engine engine(store, exec);
         core::RunOptions opt;
         opt.problemDir = problem;
-        opt.budget = 3; // the three seeds; they have no knobs
+        opt.budget = 4; // the four seeds; they have no knobs
         opt.workers = 1;
         opt.samples = 20;
         opt.useCache = false;
         const core::Report r = engine.run(opt);
-        QCOMPARE(r.progress.evaluations, 3);
+        QCOMPARE(r.progress.evaluations, 4);
 
         std::map<std::string, core::EvaluationRecord> bySource;
         for (const auto& e : store.evaluations(engine.sessionId()))
             bySource[engine.tree().node(e.nodeId).sourceName] = e;
-        QCOMPARE(bySource.size(), size_t(3));
+        QCOMPARE(bySource.size(), size_t(4));
         for (const auto& [name, e] : bySource)
             QVERIFY2(e.status == "ok", (name + ": " + e.failureMessage).c_str());
 
@@ -205,8 +207,17 @@ f32 = { atol = 1e-6, rtol = 1e-4 }
         QVERIFY(bySource["paced.cpp"].slowerShapes.empty());
         const core::EvaluationRecord& slow = bySource["slow.cpp"];
         QVERIFY(slow.screened);
-        QCOMPARE(slow.shapes.size(), size_t(1));
+        // Also timed on the probe shape (the only other), where it is slow too.
+        QCOMPARE(slow.shapes.size(), size_t(2));
+        QCOMPARE(slow.shapes[1].label, std::string("bench[1]"));
         QVERIFY(slow.speedup < split.speedup);
+        // The specialist for bench[1]: under the bar on bench[0], the fastest on bench[1], so
+        // timed on both and not screened.
+        const core::EvaluationRecord& specialist = bySource["short.cpp"];
+        QVERIFY(!specialist.screened);
+        QCOMPARE(specialist.shapes.size(), size_t(2));
+        QVERIFY2(specialist.shapes[0].speedup < 0.8, std::to_string(specialist.shapes[0].speedup).c_str());
+        QVERIFY2(specialist.shapes[1].speedup > 1.5, std::to_string(specialist.shapes[1].speedup).c_str());
 
         QVERIFY(r.best.has_value());
         QCOMPARE(r.bestSource, std::string("split.cpp"));

@@ -586,6 +586,32 @@ private slots:
         QCOMPARE(s["screened"].get<bool>(), true);
         QCOMPARE(s["shapes"].size(), size_t(1));
         QVERIFY(protocol::EvalResult::fromJson(s).isScreened());
+
+        // With a probe shape: screened out on the first, timed on the probe, and timed on every
+        // shape where it reaches the probe's bar there (a specialist for that shape).
+        req["id"] = "probe-passes";
+        req["config"]["screen_probe"] = { { "index", 1 }, { "speedup", 0 } };
+        const json p = evalOne(req);
+        QVERIFY2(p.value("status", "") == "ok", p.dump(2).c_str());
+        QCOMPARE(p["screened"].get<bool>(), false);
+        QCOMPARE(p["shapes"].size(), size_t(3));
+        for (size_t i = 0; i < want.size(); ++i)
+            QCOMPARE(p["shapes"][i]["index"].get<int>(), want[i].first);
+        req["id"] = "probe-fails";
+        req["config"]["screen_probe"] = { { "index", 0 }, { "speedup", 1e9 } };
+        const json f = evalOne(req);
+        QVERIFY2(f.value("status", "") == "ok", f.dump(2).c_str());
+        QCOMPARE(f["screened"].get<bool>(), true);
+        QCOMPARE(f["shapes"].size(), size_t(2));
+        QCOMPARE(f["shapes"][1]["index"].get<int>(), 0);
+        QVERIFY(f["shapes"][1]["speedup"].get<double>() > 0);
+        QVERIFY(protocol::EvalResult::fromJson(f).isScreened());
+        // A probe that is not one of the other timed shapes is a request error naming it.
+        req["id"] = "probe-bad";
+        req["config"]["screen_probe"] = { { "index", 3 }, { "speedup", 1 } };
+        const json bad = evalOne(req);
+        QVERIFY2(bad.dump().find("config.screen_probe.index 3 is not one of config.timing_shapes") != std::string::npos,
+            bad.dump(2).c_str());
     }
 
     /// A result's per-shape entries are read defensively: a bad entry is a protocol error naming

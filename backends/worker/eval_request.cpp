@@ -225,6 +225,17 @@ EvalRequest parseEvalRequest(const nlohmann::json& request)
         r.screenSpeedup = number(*c, "screen_speedup", "config", 0);
         if (!(r.screenSpeedup >= 0) || !std::isfinite(r.screenSpeedup))
             throw RequestError("config.screen_speedup is not a number >= 0");
+        if (auto p = c->find("screen_probe"); p != c->end() && !p->is_null()) {
+            if (!p->is_object())
+                throw RequestError("config.screen_probe is not an object {\"index\": N, \"speedup\": X}");
+            const double index = number(*p, "index", "config.screen_probe", -1);
+            if (!(index >= 0 && index <= 1e9) || index != std::floor(index))
+                throw RequestError("config.screen_probe.index is not a non-negative integer index");
+            r.screenProbe = static_cast<size_t>(index);
+            r.screenProbeSpeedup = number(*p, "speedup", "config.screen_probe", 0);
+            if (!(r.screenProbeSpeedup >= 0) || !std::isfinite(r.screenProbeSpeedup))
+                throw RequestError("config.screen_probe.speedup is not a number >= 0");
+        }
         r.timingSeed = seedValue(*c, "timing_seed", r.timingSeed);
         r.recheckSeed = seedValue(*c, "recheck_seed", r.recheckSeed);
     }
@@ -248,6 +259,11 @@ EvalRequest parseEvalRequest(const nlohmann::json& request)
             throw RequestError(std::string(r.timingShapes.size() > 1 ? "config.timing_shapes holds " : "config.timing_shape ")
                 + std::to_string(i) + " is out of range; problem.bench has " + std::to_string(r.bench.size())
                 + " shapes");
+
+    if (r.screenProbe
+        && std::find(r.timingShapes.begin() + 1, r.timingShapes.end(), *r.screenProbe) == r.timingShapes.end())
+        throw RequestError("config.screen_probe.index " + std::to_string(*r.screenProbe)
+            + " is not one of config.timing_shapes after the first");
 
     if (auto l = request.find("limits"); l != request.end() && !l->is_null()) {
         if (!l->is_object())

@@ -58,6 +58,11 @@ struct EvalRequest {
     // the baseline reaches screenSpeedup (docs/FORMATS.md).
     std::vector<size_t> timingShapes;
     double screenSpeedup = 0;
+    // A candidate screened out is still timed on this bench shape (an index of timingShapes past
+    // the first) and timed on all when its speedup there reaches screenProbeSpeedup: a specialist
+    // for that shape (config.screen_probe, docs/FORMATS.md).
+    std::optional<size_t> screenProbe;
+    double screenProbeSpeedup = 0;
     // The timing input sets are seeds timingSeed, timingSeed+1, ...; the re-check after timing
     // uses recheckSeed. A re-verification passes new ones (docs/FORMATS.md).
     uint64_t timingSeed = 1;

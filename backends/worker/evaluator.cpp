@@ -1024,14 +1024,37 @@ nlohmann::json Evaluator::evaluate(const nlohmann::json& request)
                 // Per-shape results (docs/FORMATS.md); the first shape screens the others.
                 result["shapes"] = nlohmann::json::array({ first });
                 const double screenedAt = first.value("speedup", 0.0);
-                const bool screened = req.screenSpeedup > 0 && screenedAt < req.screenSpeedup;
+                bool screened = req.screenSpeedup > 0 && screenedAt < req.screenSpeedup;
+                // Screened out on the heaviest shape, a candidate may still be the fastest on
+                // another: timed on the probe shape, it passes where it beats the best there.
+                std::optional<nlohmann::json> probe;
+                if (screened && req.screenProbe) {
+                    probe = timeShape(*req.screenProbe, false, verdict);
+                    if (!verdict.empty())
+                        throw EvalFailure { FailureKind::Suspicious, "diagnose", verdict };
+                    const double probedAt = probe->value("speedup", 0.0);
+                    screened = !(probedAt >= req.screenProbeSpeedup && probedAt > 0);
+                    if (!screened)
+                        progress("time",
+                            "under the screening bar on " + first["shape"].get<std::string>() + " but "
+                                + std::to_string(probedAt) + " on " + (*probe)["shape"].get<std::string>()
+                                + ", at least the best there: timed on every shape");
+                }
                 result["screened"] = screened;
-                if (screened)
+                if (screened) {
                     progress("time",
                         "screened out on " + first["shape"].get<std::string>() + ": speedup "
                             + std::to_string(screenedAt) + " under " + std::to_string(req.screenSpeedup)
+                            + (probe ? " (and under the best on " + (*probe)["shape"].get<std::string>() + ")" : "")
                             + "; the other shapes are not timed");
+                    if (probe)
+                        result["shapes"].push_back(*probe);
+                }
                 for (size_t i = 1; !screened && i < req.timingShapes.size(); ++i) {
+                    if (probe && req.timingShapes[i] == *req.screenProbe) {
+                        result["shapes"].push_back(*probe);
+                        continue;
+                    }
                     nlohmann::json entry = timeShape(req.timingShapes[i], false, verdict);
                     result["shapes"].push_back(entry);
                     if (!verdict.empty())
