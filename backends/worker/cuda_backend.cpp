@@ -827,6 +827,26 @@ nlohmann::json CudaBackend::launchProfile(LoadedKernel& kernel, const hone_args&
     return out;
 }
 
+void* CudaBackend::loadOwnObject(
+    const char* name, std::string_view source, std::vector<std::string> libraries, const std::string& what)
+{
+    CompileJob job;
+    job.name = name;
+    job.source = std::string(source);
+    job.libraries = std::move(libraries);
+    job.timeLimitSeconds = 300;
+    const CompileOutput built = compile(job);
+    if (!built.ok)
+        throw std::runtime_error("cannot compile " + what + ": " + built.firstError());
+    ensureContext();
+    void* handle = ::dlopen(built.objectPath.c_str(), RTLD_NOW | RTLD_LOCAL);
+    if (!handle) {
+        const char* err = ::dlerror();
+        throw std::runtime_error("cannot load " + what + ": " + (err ? err : "?"));
+    }
+    return handle;
+}
+
 core::Ceilings CudaBackend::ceilings(bool force, bool* cached)
 {
     if (cached)
@@ -838,20 +858,8 @@ core::Ceilings CudaBackend::ceilings(bool force, bool* cached)
         + m_uuid + "\n" + std::to_string(m_driverVersion) + "\n" + compilerVersion());
     return cachedCeilings(m_cacheDir / ("ceilings-cuda-" + key + ".json"), force, cached, m_ceilings, [this] {
         auto lock = lockForTiming();
-        CompileJob job;
-        job.name = "cuda_ceilings.cu";
-        job.source = std::string(embedded::kCudaCeilingsSource);
-        job.libraries = { "cublasLt" };
-        job.timeLimitSeconds = 300;
-        const CompileOutput built = compile(job);
-        if (!built.ok)
-            throw std::runtime_error("cannot compile the CUDA calibration kernels: " + built.firstError());
-        ensureContext();
-        void* handle = ::dlopen(built.objectPath.c_str(), RTLD_NOW | RTLD_LOCAL);
-        if (!handle) {
-            const char* err = ::dlerror();
-            throw std::runtime_error(std::string("cannot load the CUDA calibration kernels: ") + (err ? err : "?"));
-        }
+        void* handle = loadOwnObject("cuda_ceilings.cu", embedded::kCudaCeilingsSource, { "cublasLt" },
+            "the CUDA calibration kernels");
         using Fn = int (*)(void*, double*);
         auto fn = reinterpret_cast<Fn>(::dlsym(handle, "hone_cuda_ceilings"));
         if (!fn)

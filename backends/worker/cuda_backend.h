@@ -92,6 +92,9 @@ private:
     /// Throws DeviceFault (sticky errors mark the device lost) or std::runtime_error.
     void check(CUresult code, const char* what);
     std::unique_ptr<TimingLock> lockDevice(bool exclusive, const std::function<void()>& onWait = {});
+    /// Compiles one of the worker's own embedded sources (calibration, judge kernels) like a
+    /// candidate and loads it into this process, in the judge's context; throws saying `what`.
+    void* loadOwnObject(const char* name, std::string_view source, std::vector<std::string> libraries, const std::string& what);
 
     std::unique_ptr<cuda::Driver> m_driver;
     std::filesystem::path m_cacheDir;

@@ -34,19 +34,7 @@ std::string CudaBackend::prepareDeviceChecks()
         return m_judgeError;
     }
     try {
-        CompileJob job;
-        job.name = "cuda_judge.cu";
-        job.source = std::string(embedded::kCudaJudgeSource);
-        job.timeLimitSeconds = 300;
-        const CompileOutput built = compile(job);
-        if (!built.ok)
-            throw std::runtime_error("cannot compile the judge kernels: " + built.firstError());
-        ensureContext();
-        void* handle = ::dlopen(built.objectPath.c_str(), RTLD_NOW | RTLD_LOCAL);
-        if (!handle) {
-            const char* err = ::dlerror();
-            throw std::runtime_error(std::string("cannot load the judge kernels: ") + (err ? err : "?"));
-        }
+        void* handle = loadOwnObject("cuda_judge.cu", embedded::kCudaJudgeSource, {}, "the judge kernels");
         Judge j;
         j.handle = handle;
         j.mismatches = reinterpret_cast<decltype(j.mismatches)>(::dlsym(handle, "hone_judge_mismatches"));

@@ -174,6 +174,15 @@ unsigned long long* scratch()
     return s;
 }
 
+// The result word, zeroed on `stream`; null where it cannot be had (`error` says why).
+unsigned long long* zeroedTotal(cudaStream_t stream, int& error)
+{
+    unsigned long long* total = scratch();
+    error = total ? static_cast<int>(cudaMemsetAsync(total, 0, sizeof *total, stream))
+                  : static_cast<int>(cudaErrorMemoryAllocation);
+    return error == 0 ? total : nullptr;
+}
+
 int finish(cudaStream_t stream, unsigned long long* out)
 {
     if (cudaError_t e = cudaGetLastError(); e != cudaSuccess)
@@ -189,11 +198,10 @@ extern "C" int hone_judge_mismatches(void* streamHandle, const void* got, const 
     int dtype, double atol, double rtol, unsigned long long* out)
 {
     auto stream = static_cast<cudaStream_t>(streamHandle);
-    unsigned long long* total = scratch();
+    int error = 0;
+    unsigned long long* total = zeroedTotal(stream, error);
     if (!total)
-        return static_cast<int>(cudaErrorMemoryAllocation);
-    if (cudaError_t e = cudaMemsetAsync(total, 0, sizeof *total, stream); e != cudaSuccess)
-        return static_cast<int>(e);
+        return error;
     const unsigned blocks = blocksFor(n);
     switch (dtype) {
     case kF32: mismatchKernel<kF32><<<blocks, 256, 0, stream>>>(got, want, n, atol, rtol, total); break;
@@ -212,11 +220,10 @@ extern "C" int hone_judge_checksum(
     void* streamHandle, const void* p, unsigned long long bytes, unsigned long long key, unsigned long long* out)
 {
     auto stream = static_cast<cudaStream_t>(streamHandle);
-    unsigned long long* total = scratch();
+    int error = 0;
+    unsigned long long* total = zeroedTotal(stream, error);
     if (!total)
-        return static_cast<int>(cudaErrorMemoryAllocation);
-    if (cudaError_t e = cudaMemsetAsync(total, 0, sizeof *total, stream); e != cudaSuccess)
-        return static_cast<int>(e);
+        return error;
     checksumKernel<<<blocksFor(bytes / 8 + 1), 256, 0, stream>>>(
         static_cast<const unsigned char*>(p), bytes, key, total);
     return finish(stream, out);
