@@ -5,8 +5,10 @@
 
 #include "core/eval_result.h"
 
+#include <optional>
 #include <string>
 #include <utility>
+#include <vector>
 
 namespace hone::testing {
 
@@ -52,6 +54,17 @@ inline proto::Timing timed(double medianNs, double speedup)
     t.baseline->cv = 0.01;
     t.speedup = speedup;
     return t;
+}
+
+/// A passed result timed as `timing`: compiled (0.7 s, empty log), one clean check.
+inline proto::EvalResult passed(proto::Timing timing)
+{
+    proto::EvalResult r;
+    r.status = proto::EvalStatus::Ok;
+    r.compile = compiled(true, "", 0.7);
+    r.checks = std::vector { check(true, 1e-8, 2e-7, 0) };
+    r.timing = std::move(timing);
+    return r;
 }
 
 } // namespace hone::testing

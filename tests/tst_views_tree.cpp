@@ -40,11 +40,7 @@ using hone::testing::check;
 
 proto::EvalResult okResult(double speedup, double medianNs, const std::string& bound, double fracBw)
 {
-    proto::EvalResult r;
-    r.status = proto::EvalStatus::Ok;
-    r.compile = hone::testing::compiled(true, "", 0.7);
-    r.checks = std::vector { check(true, 1e-8, 2e-7, 0) };
-    r.timing = hone::testing::timed(medianNs, speedup);
+    proto::EvalResult r = hone::testing::passed(hone::testing::timed(medianNs, speedup));
     proto::Roofline rf;
     rf.flops = 1e6;
     rf.bytes = 8e6;
@@ -110,12 +106,12 @@ struct SessionGen {
         const unsigned r = rng() % 10;
         if (r < 6) {
             const double speedup = 0.5 + (rng() % 350) / 100.0;
-            applyResult(n, (okResult(speedup, 1e3 + rng() % 10000000, bounds[rng() % 3], (rng() % 100) / 100.0)));
+            applyResult(n, okResult(speedup, 1e3 + rng() % 10000000, bounds[rng() % 3], (rng() % 100) / 100.0));
             n.speedup = speedup;
         } else if (r < 8) {
             const bool wrong = rng() % 2;
-            applyResult(n, (wrong ? failedResult("wrong_result", "3 mismatches in y")
-                      : failedResult("compile_error", "softmax.cpp:12:5: error: expected ';'")));
+            applyResult(n, wrong ? failedResult("wrong_result", "3 mismatches in y")
+                                 : failedResult("compile_error", "softmax.cpp:12:5: error: expected ';'"));
         }
         n.pruned = rng() % 20 == 0;
         return n;
@@ -408,14 +404,14 @@ private slots:
         n9.knobs = {{"BLOCK", "64"}, {"VEC", "8"}};
         n9.failureKind.clear();
         n9.failureMessage.clear();
-        applyResult(n9, (okResult(3.41, 12345, "memory", 0.63)));
+        applyResult(n9, okResult(3.41, 12345, "memory", 0.63));
         n9.speedup = 3.41;
         b.nodes.push_back(n9);
         for (qint64 id : {4, 5}) {
             NodeInfo n = *data.node(id);
             n.failureKind.clear();
             n.failureMessage.clear();
-            applyResult(n, (failedResult("wrong_result", "3 mismatches in y\nfirst at index 17")));
+            applyResult(n, failedResult("wrong_result", "3 mismatches in y\nfirst at index 17"));
             b.nodes.push_back(n);
         }
         changed.clear();
@@ -550,7 +546,7 @@ private slots:
         // Live: a pending node that fails leaves "Pending" and enters "Failed" without a reset.
         const qint64 pendingId = *shownIds().begin();
         NodeInfo n = *data.node(pendingId);
-        applyResult(n, (failedResult("timeout", "stage check ran past 60 s")));
+        applyResult(n, failedResult("timeout", "stage check ran past 60 s"));
         SessionData::Batch b;
         b.nodes.push_back(n);
         const int pendingBefore = proxy->rowCount();
@@ -769,7 +765,7 @@ private slots:
 
         // Best moves: the old best loses its gold ring on the next refresh.
         NodeInfo n6 = *data.node(6);
-        applyResult(n6, (okResult(4.0, 7716, "compute", 0.2)));
+        applyResult(n6, okResult(4.0, 7716, "compute", 0.2));
         n6.speedup = 4.0;
         SessionData::Batch b;
         b.nodes.push_back(n6);
@@ -837,7 +833,7 @@ private slots:
             ++target;
         QVERIFY(view.lookOf(target).fill != QColor(0xe5, 0x39, 0x35));
         NodeInfo upd = *data.node(target);
-        applyResult(upd, (failedResult("nan", "NaN in y")));
+        applyResult(upd, failedResult("nan", "NaN in y"));
         SessionData::Batch b;
         b.nodes.push_back(upd);
         data.apply(b);
