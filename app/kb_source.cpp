@@ -38,18 +38,7 @@ KbKnowledgeSource::~KbKnowledgeSource() = default;
 
 std::vector<std::string> KbKnowledgeSource::lookup(const core::KnowledgeQuery& q)
 {
-    knowledge::RetrievalSignals s;
-    s.family = q.family;
-    knowledge::SessionDump where;
-    where.device = q.device;
-    where.target = q.target;
-    s.arch = knowledge::sessionArch(where);
-    s.platform = q.target;
-    s.bound = q.bound;
-    if (q.failureKind == "compile_error")
-        s.compileError = q.failureMessage;
-    else if (!q.failureMessage.empty())
-        s.evidence = q.failureKind + ": " + q.failureMessage;
+    const knowledge::RetrievalSignals s = knowledge::retrievalSignals(q);
     m_pending = m_kb.retrieve(s, m_topK);
     m_pendingQuery = knowledge::recordedQuery(s, q.failureKind);
     std::vector<std::string> out;

@@ -113,4 +113,15 @@ private:
     sqlite3_stmt* m_stmt = nullptr;
 };
 
+/// Runs `sql` (statements that return no rows); throws Error("<what>: <SQLite's message>").
+template <class Error> void exec(sqlite3* db, const char* sql, const std::string& what)
+{
+    char* err = nullptr;
+    if (sqlite3_exec(db, sql, nullptr, nullptr, &err) != SQLITE_OK) {
+        std::string msg = err ? err : "unknown error";
+        sqlite3_free(err);
+        throw Error(what + ": " + msg);
+    }
+}
+
 } // namespace hone::core::sqlite

@@ -315,12 +315,7 @@ Store::~Store()
 
 void Store::exec(const char* sql)
 {
-    char* err = nullptr;
-    if (sqlite3_exec(m_db, sql, nullptr, nullptr, &err) != SQLITE_OK) {
-        std::string msg = err ? err : "unknown error";
-        sqlite3_free(err);
-        throw StoreError("store " + m_path.string() + ": " + msg);
-    }
+    sqlite::exec<StoreError>(m_db, sql, "store " + m_path.string());
 }
 
 int Store::schemaVersion() const

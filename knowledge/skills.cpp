@@ -203,6 +203,23 @@ std::string sessionArch(const SessionDump& s)
     return canonicalArch(s.target);
 }
 
+RetrievalSignals retrievalSignals(const core::KnowledgeQuery& q)
+{
+    RetrievalSignals s;
+    s.family = q.family;
+    SessionDump where;
+    where.device = q.device;
+    where.target = q.target;
+    s.arch = sessionArch(where);
+    s.platform = q.target;
+    s.bound = q.bound;
+    if (q.failureKind == "compile_error")
+        s.compileError = q.failureMessage;
+    else if (!q.failureMessage.empty())
+        s.evidence = q.failureKind + ": " + q.failureMessage;
+    return s;
+}
+
 std::optional<Skill> distillSkill(const SessionDump& s, const DistillOptions& o, std::string* why)
 {
     auto fail = [&](const std::string& w) -> std::optional<Skill> {

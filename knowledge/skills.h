@@ -2,7 +2,9 @@
 
 #include "core/knob_synth.h"
 #include "core/knobs.h"
+#include "core/prompt_builder.h"
 #include "knowledge/document.h"
+#include "knowledge/retrieval.h"
 
 #include <nlohmann/json.hpp>
 
@@ -108,6 +110,12 @@ struct DistillOptions {
 /// The arch a session ran on: CUDA/HIP targets name it in the device text; for CPUs the
 /// widest x86 vector extension in the worker's flags (x86_64-avx512, x86_64-avx2, x86_64).
 std::string sessionArch(const SessionDump& s);
+
+/// The retrieval signals for what the engine (or a panel, for a candidate's diagnosis) asks:
+/// the arch from the device and target as sessionArch reads them, a compile error as such, any
+/// other failure as evidence text. The one translation, for the LLM's knowledge source and the
+/// workbench's hits panel alike.
+RetrievalSignals retrievalSignals(const core::KnowledgeQuery& q);
 
 /// Distils a skill, or nullopt (with `why`) when the session did not gain enough.
 std::optional<Skill> distillSkill(

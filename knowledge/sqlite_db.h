@@ -28,12 +28,7 @@ public:
 
 inline void exec(sqlite3* db, const char* sql)
 {
-    char* err = nullptr;
-    if (sqlite3_exec(db, sql, nullptr, nullptr, &err) != SQLITE_OK) {
-        std::string msg = err ? err : "unknown error";
-        sqlite3_free(err);
-        throw KbError("knowledge base: " + msg);
-    }
+    core::sqlite::exec<KbError>(db, sql, "knowledge base");
 }
 
 /// BEGIN IMMEDIATE ... COMMIT, rolled back when the scope is left by an exception, so a

@@ -36,13 +36,7 @@ Q_DECLARE_METATYPE(hone::views::CharRange)
 
 namespace {
 
-/// A result as the worker writes it (the status filled in where the test leaves it out), decoded.
-[[maybe_unused]] hone::core::protocol::EvalResult decoded(nlohmann::json j, bool ok)
-{
-    if (!j.contains("status"))
-        j["status"] = ok ? "ok" : "failed";
-    return hone::core::protocol::EvalResult::fromJson(j);
-}
+namespace proto = hone::core::protocol;
 
 const QString kSoftmax = QStringLiteral(HONE_SOURCE_DIR "/resources/problems/cpu/softmax");
 
@@ -178,20 +172,7 @@ QByteArray runCli(const QStringList& args, int* exitCode = nullptr, int timeoutM
     return p.readAllStandardOutput();
 }
 
-nlohmann::json timingOf(double medianNs, double cv, int n, double baselineNs, double speedup)
-{
-    nlohmann::json samples = nlohmann::json::array();
-    for (int i = 0; i < n; ++i)
-        samples.push_back(medianNs * (1.0 + 0.01 * ((i % 5) - 2)));
-    return { { "shape", "bench[0]" }, { "samples_ns", samples }, { "median_ns", medianNs },
-        { "p10_ns", medianNs * 0.98 }, { "p90_ns", medianNs * 1.02 }, { "cv", cv },
-        { "baseline",
-            { { "median_ns", baselineNs }, { "p10_ns", baselineNs * 0.99 }, { "p90_ns", baselineNs * 1.01 },
-                { "cv", 0.01 } } },
-        { "speedup", speedup } };
-}
-
-/// The same timing as a value, as the views read it.
+/// A timed shape with `n` samples around `medianNs` and an interleaved baseline.
 hone::core::protocol::Timing timingValue(double medianNs, double cv, int n, double baselineNs, double speedup)
 {
     hone::core::protocol::Timing t;
@@ -332,51 +313,61 @@ void TestViewsInspector::initTestCase()
         out4.left(2000).constData());
     QVERIFY(m_result4["compile"]["messages"].size() >= 2);
 
-    auto eval = [&](int64_t id, const nlohmann::json& result) {
+    auto eval = [&](int64_t id, const proto::EvalResult& result) {
         core::EvaluationRecord e;
         e.nodeId = id;
         e.cacheKey = "k" + std::to_string(id);
-        e.status = result.value("status", "failed");
-        if (result.contains("failure")) {
-            e.failureKind = result["failure"].value("kind", "");
-            e.failureMessage = result["failure"].value("message", "");
+        e.status = result.ok() ? "ok" : "failed";
+        if (result.failure) {
+            e.failureKind = proto::failureKindName(result.failure->kind);
+            e.failureMessage = result.failure->message;
         }
-        if (result.contains("timing")) {
-            e.medianNs = result["timing"].value("median_ns", 0.0);
-            e.speedup = result["timing"].value("speedup", 0.0);
-        }
-        e.result = result;
+        e.medianNs = result.medianNs();
+        e.speedup = result.timedSpeedup();
+        e.result = result.toJson();
         m_store->insertEvaluation(m_session, e);
     };
-    nlohmann::json okChecks = nlohmann::json::array();
+    auto check = [](const char* shape, int64_t seed, bool ok) {
+        proto::Check c;
+        c.shape = shape;
+        c.seed = seed;
+        c.ok = ok;
+        c.maxAbsErr = 0.0;
+        c.maxRelErr = 0.0;
+        return c;
+    };
+    std::vector<proto::Check> okChecks;
     for (int seed = 1; seed <= 3; ++seed)
-        okChecks.push_back({ { "shape", "small[0]" }, { "seed", seed }, { "ok", true },
-            { "max_abs_err", 0.0 }, { "max_rel_err", 0.0 }, { "mismatches", 0 },
-            { "first_mismatches", nlohmann::json::array() } });
-    eval(1,
-        { { "status", "ok" }, { "checks", okChecks }, { "timing", timingOf(2.5e6, 0.01, 25, 2.5e6, 1.0) },
-            { "diagnosis", { { "bound", "memory" }, { "evidence", "memory-bound: naive" } } } });
-    eval(2,
-        { { "status", "ok" }, { "checks", okChecks },
-            { "timing", timingOf(1.23e6, 0.021, 25, 2.5e6, 2.0325) },
-            { "diagnosis",
-                { { "bound", "compute" }, { "evidence", "compute-bound: 80% of the FMA peak" } } } });
-    eval(3, m_result3);
-    eval(4, m_result4);
-    nlohmann::json badChecks = okChecks;
-    badChecks.push_back({ { "shape", "small[1]" }, { "seed", 2 }, { "ok", false }, { "max_abs_err", 0.5 },
-        { "max_rel_err", 0.9 }, { "mismatches", 3 },
-        { "first_mismatches", { { { "output", "y" }, { "index", 3 }, { "got", 0.1 }, { "want", 0.2 } } } },
-        { "failure", { { "kind", "wrong_result" }, { "message", "y differs at 3 of 231 elements" } } } });
-    eval(5,
-        { { "status", "failed" },
-            { "failure",
-                { { "kind", "wrong_result" }, { "stage", "check" },
-                    { "message", "y differs at 3 of 231 elements" } } },
-            { "compile",
-                { { "ok", true }, { "command", "c++ -O3 tuned.cpp" }, { "log", "" },
-                    { "messages", nlohmann::json::array() } } },
-            { "checks", badChecks } });
+        okChecks.push_back(check("small[0]", seed, true));
+    auto passed = [&](proto::Timing timing, const char* bound, const char* evidence) {
+        proto::EvalResult r;
+        r.status = proto::EvalStatus::Ok;
+        r.checks = okChecks;
+        r.timing = std::move(timing);
+        r.diagnosis = proto::Diagnosis { bound, evidence, false, nlohmann::json::object() };
+        return r;
+    };
+    eval(1, passed(timingValue(2.5e6, 0.01, 25, 2.5e6, 1.0), "memory", "memory-bound: naive"));
+    eval(2, passed(timingValue(1.23e6, 0.021, 25, 2.5e6, 2.0325), "compute", "compute-bound: 80% of the FMA peak"));
+    eval(3, proto::EvalResult::fromJson(m_result3)); // the worker's own output, decoded once
+    eval(4, proto::EvalResult::fromJson(m_result4));
+    std::vector<proto::Check> badChecks = okChecks;
+    proto::Check bad = check("small[1]", 2, false);
+    bad.maxAbsErr = 0.5;
+    bad.maxRelErr = 0.9;
+    bad.mismatches = 3;
+    bad.firstMismatches = { proto::Mismatch { "y", 3, 0.1, 0.2, false, nlohmann::json::object() } };
+    bad.failureKind = proto::FailureKind::WrongResult;
+    bad.failureMessage = "y differs at 3 of 231 elements";
+    badChecks.push_back(bad);
+    proto::EvalResult wrong
+        = proto::EvalResult::failed("", proto::FailureKind::WrongResult, "check", "y differs at 3 of 231 elements");
+    wrong.compile.emplace();
+    wrong.compile->ok = true;
+    wrong.compile->command = "c++ -O3 tuned.cpp";
+    wrong.compile->log = "";
+    wrong.checks = badChecks;
+    eval(5, wrong);
 
     core::LlmCallRecord call;
     call.nodeId = 5;
@@ -1006,11 +997,16 @@ void TestViewsInspector::inspectorCompileMessageMovesCursor()
     // ptxas resources, as a CUDA result carries them.
     views::SessionData::Batch batch;
     views::NodeInfo n = *data.node(4);
-    nlohmann::json result = m_result4;
-    result["compile"]["resources"]
-        = nlohmann::json::parse(R"json([{"name":"softmax_kernel(float const*, float*, int)","registers":40,
-        "smem_static":4096,"stack_bytes":0,"spill_stores":8,"spill_loads":12}])json");
-    views::applyResult(n, decoded(result, false));
+    proto::EvalResult result = proto::EvalResult::fromJson(m_result4);
+    proto::KernelResources ptxas;
+    ptxas.name = "softmax_kernel(float const*, float*, int)";
+    ptxas.registers = 40;
+    ptxas.smemStatic = 4096;
+    ptxas.stackBytes = 0;
+    ptxas.spillStores = 8;
+    ptxas.spillLoads = 12;
+    result.compile->resources = { ptxas };
+    views::applyResult(n, result);
     batch.nodes.push_back(n);
     data.apply(batch);
     inspector.tabs()->setCurrentIndex(views::Inspector::CompileTab);
@@ -1024,11 +1020,19 @@ void TestViewsInspector::inspectorCompileMessageMovesCursor()
     QCOMPARE(res->item(0, 5)->text(), QStringLiteral("12"));
 
     // A HIP build: VGPRs, AGPRs, SGPRs, LDS, scratch, spills and occupancy, and the ISA in the log.
-    result["compile"]["resources"] = nlohmann::json::parse(R"json([{"name":"probe(float const*, float*, int)",
-        "vgprs":36,"agprs":4,"sgprs":14,"lds_bytes":4096,"scratch_bytes":272,"vgpr_spills":0,"sgpr_spills":2,
-        "occupancy":{"arch":"gfx90a","block":256,"waves_per_simd":8,"limiter":"none"}}])json");
-    result["compile"]["isa"] = "_Z5probePKfPfi:\n\tv_mfma_f32_4x4x1f32 a[0:3], v1, v2, a[0:3]\n\ts_endpgm\n";
-    views::applyResult(n, decoded(result, false));
+    proto::KernelResources amd;
+    amd.name = "probe(float const*, float*, int)";
+    amd.vgprs = 36;
+    amd.agprs = 4;
+    amd.sgprs = 14;
+    amd.ldsBytes = 4096;
+    amd.scratchBytes = 272;
+    amd.vgprSpills = 0;
+    amd.sgprSpills = 2;
+    amd.amdOccupancy = proto::KernelResources::AmdOccupancy { "gfx90a", 256, 8.0, "none", nlohmann::json::object() };
+    result.compile->resources = { amd };
+    result.compile->isa = "_Z5probePKfPfi:\n\tv_mfma_f32_4x4x1f32 a[0:3], v1, v2, a[0:3]\n\ts_endpgm\n";
+    views::applyResult(n, result);
     views::SessionData::Batch hipBatch;
     hipBatch.nodes.push_back(n);
     data.apply(hipBatch);
@@ -1134,7 +1138,7 @@ void TestViewsInspector::inspectorSkipsUnchangedUpdates()
     child.id = data.size();
     child.parent = 3;
     child.children.clear();
-    views::applyResult(child, decoded(m_result3, true));
+    views::applyResult(child, proto::EvalResult::fromJson(m_result3));
     views::SessionData::Batch batch;
     batch.nodes.push_back(child);
     QSignalSpy changed(&data, &views::SessionData::nodesChanged);
@@ -1147,9 +1151,9 @@ void TestViewsInspector::inspectorSkipsUnchangedUpdates()
 
     // A new result for node 3 itself rebuilds the tabs.
     views::NodeInfo again = *data.node(3);
-    nlohmann::json result = m_result3;
-    result["timing"] = timingOf(2e6, 0.05, 30, 2.5e6, 1.25);
-    views::applyResult(again, decoded(result, true));
+    proto::EvalResult result = proto::EvalResult::fromJson(m_result3);
+    result.timing = timingValue(2e6, 0.05, 30, 2.5e6, 1.25);
+    views::applyResult(again, result);
     batch.nodes = { again };
     data.apply(batch);
     QCOMPARE(inspector.rebuildCount(), rebuilds + 1);

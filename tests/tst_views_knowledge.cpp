@@ -1,7 +1,10 @@
 // The knowledge panels: the hits behind a candidate (recorded or suggested) and the curator
-// (import, drop, tags, search, preview, remove), over a real knowledge base in a temp dir.
+// (import, drop, tags, search, preview, remove), over a real knowledge base in a temp dir,
+// reached as the workbench reaches it: through app::KbAccess (views/knowledge_access.h).
 
+#include "app/workbench/kb_access.h"
 #include "knowledge/knowledge_base.h"
+#include "knowledge/skills.h"
 #include "views/kb_curator.h"
 #include "views/knowledge_hits.h"
 #include "views/session_data.h"
@@ -27,13 +30,7 @@ using hone::views::KnowledgeHitsModel;
 
 namespace {
 
-/// A result as the worker writes it (the status filled in where the test leaves it out), decoded.
-[[maybe_unused]] hone::core::protocol::EvalResult decoded(nlohmann::json j, bool ok)
-{
-    if (!j.contains("status"))
-        j["status"] = ok ? "ok" : "failed";
-    return hone::core::protocol::EvalResult::fromJson(j);
-}
+namespace proto = hone::core::protocol;
 
 QString corpus(const char* name)
 {
@@ -47,16 +44,25 @@ void writeFile(const QString& path, const QByteArray& bytes)
     f.write(bytes);
 }
 
-/// A worker result in the documented format (docs/FORMATS.md) with a diagnosis.
-nlohmann::json okResult(double speedup, const char* bound)
+/// A passed result with a diagnosis, as the worker reports it (docs/FORMATS.md).
+proto::EvalResult okResult(double speedup, const char* bound)
 {
-    return { { "timing", { { "median_ns", 120000.0 }, { "cv", 0.01 }, { "speedup", speedup } } },
-        { "roofline",
-            { { "intensity", 0.6 }, { "gflops", 3.1 }, { "frac_bandwidth", 0.7 }, { "peak_gbps", 20.0 },
-                { "peak_gflops", 200.0 } } },
-        { "diagnosis",
-            { { "bound", bound }, { "evidence", "70% of peak bandwidth" }, { "suspicious", false } } },
-        { "environment", { { "device", "cpu: test host" } } } };
+    proto::EvalResult r;
+    r.status = proto::EvalStatus::Ok;
+    r.timing.emplace();
+    r.timing->stats.medianNs = 120000.0;
+    r.timing->stats.cv = 0.01;
+    r.timing->speedup = speedup;
+    r.roofline.emplace();
+    r.roofline->intensity = 0.6;
+    r.roofline->gflops = 3.1;
+    r.roofline->fracBandwidth = 0.7;
+    r.roofline->peakGbps = 20.0;
+    r.roofline->peakGflops = 200.0;
+    r.diagnosis = proto::Diagnosis { bound, "70% of peak bandwidth", false, nlohmann::json::object() };
+    r.environment.emplace();
+    r.environment->device = "cpu: test host";
+    return r;
 }
 
 views::NodeInfo node(qint64 id, qint64 parent, const char* origin)
@@ -100,6 +106,7 @@ private slots:
 private:
     std::unique_ptr<QTemporaryDir> m_dir;
     std::unique_ptr<knowledge::KnowledgeBase> m_kb;
+    std::unique_ptr<app::KbAccess> m_access;
     std::unique_ptr<KbCurator> m_curator;
     std::unique_ptr<QAbstractItemModelTester> m_docTester;
     std::unique_ptr<QAbstractItemModelTester> m_searchTester;
@@ -112,7 +119,8 @@ void TestViewsKnowledge::init()
     m_dir = std::make_unique<QTemporaryDir>();
     QVERIFY(m_dir->isValid());
     m_kb = std::make_unique<knowledge::KnowledgeBase>(m_dir->filePath(QStringLiteral("kb.db")).toStdString());
-    m_curator = std::make_unique<KbCurator>(m_kb.get());
+    m_access = std::make_unique<app::KbAccess>(*m_kb);
+    m_curator = std::make_unique<KbCurator>(m_access.get());
     m_docTester = std::make_unique<QAbstractItemModelTester>(
         m_curator->documentsModel(), QAbstractItemModelTester::FailureReportingMode::QtTest);
     m_searchTester = std::make_unique<QAbstractItemModelTester>(
@@ -124,6 +132,7 @@ void TestViewsKnowledge::cleanup()
     m_searchTester.reset();
     m_docTester.reset();
     m_curator.reset();
+    m_access.reset();
     m_kb.reset();
     m_dir.reset();
 }
@@ -225,7 +234,7 @@ void TestViewsKnowledge::defaultKindForUntaggedFiles()
     QCOMPARE(out[0].status, KbImportOutcome::Status::Error);
     QVERIFY2(out[0].message.contains(QStringLiteral("no category")), qPrintable(out[0].message));
 
-    m_curator->setDefaultCategory(knowledge::Category::Hardware);
+    m_curator->setDefaultKind(QStringLiteral("hardware"));
     out = m_curator->importFiles({ notes, corpus("memory-bound-playbook.md") });
     QCOMPARE(out[0].status, KbImportOutcome::Status::Added);
     QCOMPARE(m_kb->document("vector-notes")->category, knowledge::Category::Hardware);
@@ -302,10 +311,10 @@ void TestViewsKnowledge::retagMakesANewVersion()
 {
     importTwo();
     const auto before = *m_kb->document("memory-bound-playbook");
-    knowledge::Tags tags;
-    tags.platform = "cuda";
-    tags.arch = { "H100" };
-    tags.family = { "softmax", "gemm" };
+    views::KbTags tags;
+    tags.platform = QStringLiteral("cuda");
+    tags.arch = QStringList { QStringLiteral("H100") };
+    tags.family = QStringList { QStringLiteral("softmax"), QStringLiteral("gemm") };
     QSignalSpy changed(m_curator.get(), &KbCurator::knowledgeChanged);
     QString error;
     QVERIFY2(m_curator->retag(QStringLiteral("memory-bound-playbook"), tags, &error), qPrintable(error));
@@ -331,7 +340,7 @@ void TestViewsKnowledge::retagMakesANewVersion()
     for (const auto& h : m_kb->search("bytes in flight", cpu, 10))
         QVERIFY(h.uid != "memory-bound-playbook");
 
-    tags.platform = "gpu";
+    tags.platform = QStringLiteral("gpu");
     QVERIFY(!m_curator->retag(QStringLiteral("memory-bound-playbook"), tags, &error));
     QVERIFY2(error.contains(QStringLiteral("platform 'gpu'")), qPrintable(error));
     QVERIFY(!m_curator->retag(QStringLiteral("nothing-here"), {}, &error));
@@ -379,12 +388,12 @@ void fillSession(views::SessionData& data)
     b.nodes.push_back(node(1, 0, "seed"));
     b.nodes.push_back(node(2, 1, "mutation"));
     b.nodes.push_back(node(3, 1, "mutation"));
-    views::applyResult(b.nodes[1], decoded(okResult(1.0, "memory"), true));
-    views::applyResult(b.nodes[2], decoded(okResult(1.6, "memory"), true));
+    views::applyResult(b.nodes[1], okResult(1.0, "memory"));
+    views::applyResult(b.nodes[2], okResult(1.6, "memory"));
     b.nodes[3].failureKind = QStringLiteral("compile_error");
     b.nodes[3].failureMessage = QStringLiteral(
         "softmax_3.o: undefined reference to `hone_run'; collect2: error: ld returned 1 exit status");
-    views::applyResult(b.nodes[3], decoded({ { "failure", { { "kind", "compile_error" } } } }, false));
+    views::applyResult(b.nodes[3], proto::EvalResult::failed("", proto::FailureKind::CompileError, "", ""));
     data.apply(b);
 }
 
@@ -417,7 +426,7 @@ void TestViewsKnowledge::hitsPanelShowsRecordedHits()
     m_kb->recordHits(7, 2, hits, query);
     m_kb->recordOutcome(7, 2, true);
 
-    KnowledgeHits panel(&data, &selection, m_kb.get());
+    KnowledgeHits panel(&data, &selection, m_access.get());
     QAbstractItemModelTester tester(panel.model(), QAbstractItemModelTester::FailureReportingMode::QtTest);
     panel.resize(900, 600);
     panel.show();
@@ -487,7 +496,7 @@ void TestViewsKnowledge::hitsPanelSuggestsForANodeWithoutHits()
     m_kb->recordHits(
         7, 2, m_kb->retrieve({ "softmax", "x86_64", "cpu", "memory", {}, {}, {}, {} }, 2), "family=softmax");
 
-    KnowledgeHits panel(&data, &selection, m_kb.get());
+    KnowledgeHits panel(&data, &selection, m_access.get());
     QAbstractItemModelTester tester(panel.model(), QAbstractItemModelTester::FailureReportingMode::QtTest);
     selection.setCurrent(1); // the baseline: the knob synthesizer, no recorded hits
 
@@ -495,7 +504,7 @@ void TestViewsKnowledge::hitsPanelSuggestsForANodeWithoutHits()
     QVERIFY2(
         panel.heading().contains(QStringLiteral("Suggested for this diagnosis (not used by this candidate)")),
         qPrintable(panel.heading()));
-    const knowledge::RetrievalSignals s = panel.retrievalFor(*data.node(1));
+    const knowledge::RetrievalSignals s = knowledge::retrievalSignals(panel.retrievalFor(*data.node(1)));
     QCOMPARE(s.family, std::string("softmax")); // from problem.toml
     QCOMPARE(s.bound, std::string("memory"));
     QCOMPARE(s.platform, std::string("cpu"));
@@ -521,23 +530,23 @@ void TestViewsKnowledge::hitsPanelSuggestsForANodeWithoutHits()
     updated.bound = QStringLiteral("compute");
     if (!updated.result)
         updated.result.emplace();
-    updated.result->diagnosis = hone::core::protocol::Diagnosis { "compute", "", false, {} };
+    updated.result->diagnosis = proto::Diagnosis { "compute", "", false, {} };
     QSignalSpy resetRows(panel.model(), &QAbstractItemModel::modelReset);
     data.apply({ { updated }, {} });
     QCOMPARE(resetRows.count(), 1);
     QCOMPARE(panel.retrievalFor(*data.node(1)).bound, std::string("compute"));
-    const auto computeHits = m_kb->retrieve(panel.retrievalFor(*data.node(1)), 5);
+    const auto computeHits = m_kb->retrieve(knowledge::retrievalSignals(panel.retrievalFor(*data.node(1))), 5);
     QCOMPARE(panel.model()->rowCount(), int(computeHits.size()));
     // A change that leaves the node's outcome alone (its subtree's visits) re-reads nothing.
     views::NodeInfo child = node(4, 1, "mutation");
-    views::applyResult(child, decoded(okResult(1.2, "memory"), true));
+    views::applyResult(child, okResult(1.2, "memory"));
     data.apply({ { child }, {} });
     QCOMPARE(resetRows.count(), 1);
 
     // The failed candidate: its compile error feeds the query, and the compile-error guide leads.
     selection.setCurrent(3);
     QCOMPARE(panel.mode(), KnowledgeHits::Mode::Suggested);
-    const knowledge::RetrievalSignals f = panel.retrievalFor(*data.node(3));
+    const knowledge::RetrievalSignals f = knowledge::retrievalSignals(panel.retrievalFor(*data.node(3)));
     QVERIFY(f.compileError.find("undefined reference") != std::string::npos);
     QVERIFY(panel.model()->rowCount() > 0);
     bool compileGuide = false;
@@ -564,7 +573,7 @@ void TestViewsKnowledge::hitsPanelEmptyStates()
         QCOMPARE(none.model()->rowCount(), 0);
     }
     selection.setCurrent(-1);
-    KnowledgeHits panel(&data, &selection, m_kb.get());
+    KnowledgeHits panel(&data, &selection, m_access.get());
     QCOMPARE(panel.mode(), KnowledgeHits::Mode::NoSelection);
     QVERIFY(panel.emptyReason().contains(QStringLiteral("Select a candidate")));
 

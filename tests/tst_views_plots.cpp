@@ -1,6 +1,7 @@
 // The workbench's plots: the occupancy calculator (views/occupancy_calc), the roofline, the
 // occupancy-vs-block-size plot and the progress plot (views/*_plot), offscreen.
 #include "core/store.h"
+#include "result_values.h"
 #include "views/occupancy_calc.h"
 #include "views/occupancy_plot.h"
 #include "views/progress_plot.h"
@@ -26,61 +27,93 @@ namespace {
 const char* const kCpuDevice = "cpu: Intel(R) Xeon(R) Processor (2 cores)";
 const char* const kH100 = "cuda: NVIDIA H100 80GB HBM3 (sm_90, 132 SMs)";
 
-// ---- test data: worker results in the documented format (docs/FORMATS.md, "Worker protocol")
+// ---- test data: results as the worker reports them (docs/FORMATS.md, "Worker protocol"), built as
+// the typed values the views read
 
-json cpuResult(double speedup, double intensity, double gflops, const std::string& bound, double peakGbps = 40.0,
-    double peakGflops = 352.0)
+namespace proto = hone::core::protocol;
+using hone::testing::check;
+
+proto::EvalResult cpuResult(double speedup, double intensity, double gflops, const std::string& bound,
+    double peakGbps = 40.0, double peakGflops = 352.0)
 {
     const double bytes = 8.0 * 4096 * 2048, flops = intensity * bytes;
     const double medianNs = flops / gflops;
-    return {{"protocol", 2}, {"type", "result"}, {"status", "ok"},
-        {"compile", {{"ok", true}, {"cached", false}, {"seconds", 0.7}, {"log", ""}, {"messages", json::array()}}},
-        {"checks", json::array({{{"shape", "small[0]"}, {"seed", 1}, {"ok", true}, {"max_abs_err", 1e-8},
-                       {"max_rel_err", 2e-7}, {"mismatches", 0}}})},
-        {"timing", {{"shape", "bench[0]"}, {"samples_ns", {medianNs * 0.98, medianNs, medianNs * 1.03}},
-                       {"median_ns", medianNs}, {"p10_ns", medianNs * 0.98}, {"p90_ns", medianNs * 1.03}, {"cv", 0.02},
-                       {"baseline", {{"median_ns", medianNs * speedup}, {"cv", 0.01}}}, {"speedup", speedup}}},
-        {"roofline", {{"flops", flops}, {"bytes", bytes}, {"gflops", gflops}, {"gbps", gflops / intensity},
-                         {"intensity", intensity}, {"peak_gflops", peakGflops}, {"peak_gbps", peakGbps},
-                         {"frac_compute", gflops / peakGflops}, {"frac_bandwidth", gflops / intensity / peakGbps},
-                         {"floor_ns", bytes / peakGbps}}},
-        {"diagnosis", {{"bound", bound}, {"evidence", bound + "-bound"}, {"suspicious", false}}},
-        {"environment", {{"device", kCpuDevice}, {"backend", "cpu"}, {"compiler", "g++ (Debian 12.2.0-14) 12.2.0"},
-                            {"cores", 2}}}};
+    proto::EvalResult r = hone::testing::passed(hone::testing::timed(medianNs, speedup));
+    proto::Roofline rf;
+    rf.flops = flops;
+    rf.bytes = bytes;
+    rf.gflops = gflops;
+    rf.gbps = gflops / intensity;
+    rf.intensity = intensity;
+    rf.peakGflops = peakGflops;
+    rf.peakGbps = peakGbps;
+    rf.fracCompute = gflops / peakGflops;
+    rf.fracBandwidth = gflops / intensity / peakGbps;
+    rf.floorNs = bytes / peakGbps;
+    r.roofline = rf;
+    r.diagnosis = proto::Diagnosis { bound, bound + "-bound", false, json::object() };
+    r.environment.emplace();
+    r.environment->device = kCpuDevice;
+    r.environment->backend = "cpu";
+    r.environment->compiler = "g++ (Debian 12.2.0-14) 12.2.0";
+    r.environment->extra = { { "cores", 2 } };
+    return r;
 }
 
-json failedResult(const std::string& kind)
+proto::EvalResult failedResult(const std::string& kind)
 {
-    return {{"protocol", 2}, {"type", "result"}, {"status", "failed"},
-        {"failure", {{"kind", kind}, {"stage", "check"}, {"message", "3 mismatches in y"}}},
-        {"compile", {{"ok", true}, {"log", ""}, {"messages", json::array()}}},
-        {"checks", json::array({{{"shape", "small[0]"}, {"seed", 1}, {"ok", false}, {"max_abs_err", 0.5},
-                       {"max_rel_err", 0.3}, {"mismatches", 3}}})},
-        {"environment", {{"device", kCpuDevice}, {"backend", "cpu"}}}};
+    proto::EvalResult r = proto::EvalResult::failed(
+        "", proto::failureKindFromName(kind).value_or(proto::FailureKind::WorkerError), "check", "3 mismatches in y");
+    r.compile = hone::testing::compiled(true, "");
+    r.checks = std::vector { check(false, 0.5, 0.3, 3) };
+    r.environment.emplace();
+    r.environment->device = kCpuDevice;
+    r.environment->backend = "cpu";
+    return r;
 }
 
 // One occupancy.kernels[] entry as the CUDA backend writes it (backends/worker/cuda_backend.cpp).
-json occupancyKernel(const std::string& name, int block, int regs, long long staticSmem, long long dynSmem,
-    int blocksPerSm, double occupancy, const std::string& limiter, long long grid = 4096)
+proto::LaunchOccupancy occupancyKernel(const std::string& name, int block, int regs, long long staticSmem,
+    long long dynSmem, int blocksPerSm, double occupancy, const std::string& limiter, long long grid = 4096)
 {
-    return {{"name", name}, {"grid", {grid, 1, 1}}, {"block", {block, 1, 1}}, {"dynamic_smem", dynSmem},
-        {"static_smem", staticSmem}, {"registers", regs}, {"local_bytes", 0}, {"blocks_per_sm", blocksPerSm},
-        {"occupancy", occupancy}, {"limiter", limiter},
-        {"waves", static_cast<double>(grid) / (std::max(1, blocksPerSm) * 132.0)}, {"threads", grid * block}};
+    proto::LaunchOccupancy k;
+    k.name = name;
+    k.block = { block, 1, 1 };
+    k.threads = grid * block;
+    k.registers = regs;
+    k.staticSmem = staticSmem;
+    k.dynamicSmem = dynSmem;
+    k.blocksPerSm = blocksPerSm;
+    k.occupancy = occupancy;
+    k.limiter = limiter;
+    k.extra = { { "grid", { grid, 1, 1 } }, { "local_bytes", 0 },
+        { "waves", static_cast<double>(grid) / (std::max(1, blocksPerSm) * 132.0) } };
+    return k;
 }
 
 // A CUDA result on an H100 whose main kernel is `kernel` (plus a small helper launch).
-json cudaResult(double speedup, const json& kernel, const std::string& device = kH100)
+proto::EvalResult cudaResult(double speedup, const proto::LaunchOccupancy& kernel, const std::string& device = kH100)
 {
-    json r = cpuResult(speedup, 2.5, 900.0, "occupancy", 3350.0, 51000.0);
-    r["environment"] = {{"device", device}, {"backend", "cuda"}, {"compiler", "Build cuda_12.4.r12.4/compiler.0"},
-        {"cores", 16}};
-    r["compile"]["resources"] = json::array({{{"name", kernel["name"]}, {"mangled", "_Z6kernelPf"},
-        {"registers", kernel["registers"]}, {"smem_static", kernel["static_smem"]}, {"stack_bytes", 0},
-        {"spill_stores", 0}, {"spill_loads", 0}}});
-    json helper = occupancyKernel("zero_fill(float*)", 128, 8, 0, 0, 16, 1.0, "none", 64);
-    r["occupancy"] = {{"kernels", json::array({helper, kernel})}, {"theoretical", kernel["occupancy"]},
-        {"limiter", kernel["limiter"]}, {"main_kernel", kernel["name"]}};
+    proto::EvalResult r = cpuResult(speedup, 2.5, 900.0, "occupancy", 3350.0, 51000.0);
+    r.environment->device = device;
+    r.environment->backend = "cuda";
+    r.environment->compiler = "Build cuda_12.4.r12.4/compiler.0";
+    r.environment->extra = { { "cores", 16 } };
+    proto::KernelResources res;
+    res.name = kernel.name;
+    res.registers = kernel.registers;
+    res.smemStatic = kernel.staticSmem;
+    res.stackBytes = 0;
+    res.spillStores = 0;
+    res.spillLoads = 0;
+    res.extra = { { "mangled", "_Z6kernelPf" } };
+    r.compile->resources = { res };
+    proto::Occupancy occ;
+    occ.kernels = { occupancyKernel("zero_fill(float*)", 128, 8, 0, 0, 16, 1.0, "none", 64), kernel };
+    occ.theoretical = kernel.occupancy;
+    occ.limiter = kernel.limiter;
+    occ.mainKernel = kernel.name;
+    r.occupancy = occ;
     return r;
 }
 
@@ -98,14 +131,9 @@ NodeInfo node(qint64 id, qint64 parent, const QString& origin = QStringLiteral("
     return n;
 }
 
-hone::core::protocol::EvalResult typed(const json& result)
+NodeInfo evaluated(NodeInfo n, const proto::EvalResult& result, double atSeconds)
 {
-    return hone::core::protocol::EvalResult::fromJson(result);
-}
-
-NodeInfo evaluated(NodeInfo n, const json& result, double atSeconds)
-{
-    applyResult(n, hone::core::protocol::EvalResult::fromJson(result));
+    applyResult(n, result);
     n.evaluatedAtSeconds = atSeconds;
     return n;
 }
@@ -316,8 +344,11 @@ void TestViewsPlots::presets()
     QVERIFY(!DeviceLimits::forArch("sm_70"));
 
     auto archOf = [](const std::string& device) {
-        json r = { { "status", "ok" }, { "environment", { { "device", device } } } };
-        const auto d = DeviceLimits::fromResult(typed(r));
+        proto::EvalResult r;
+        r.status = proto::EvalStatus::Ok;
+        r.environment.emplace();
+        r.environment->device = device;
+        const auto d = DeviceLimits::fromResult(r);
         return d ? QString::fromStdString(d->arch) : QStringLiteral("none");
     };
     QCOMPARE(archOf(kH100), QStringLiteral("sm_90"));
@@ -326,9 +357,9 @@ void TestViewsPlots::presets()
     QCOMPARE(archOf("cuda: NVIDIA H200"), QStringLiteral("sm_90")); // by name, no arch in the string
     QCOMPARE(archOf(kCpuDevice), QStringLiteral("none"));
     QCOMPARE(archOf("cuda: Tesla V100 (sm_70, 80 SMs)"), QStringLiteral("none"));
-    QCOMPARE(QString::fromStdString(DeviceLimits::fromResult(typed(cudaResult(1, occupancyKernel("k", 256, 32, 0, 0, 8, 1.0, "none"))))->arch),
+    QCOMPARE(QString::fromStdString(DeviceLimits::fromResult(cudaResult(1, occupancyKernel("k", 256, 32, 0, 0, 8, 1.0, "none")))->arch),
         QStringLiteral("sm_90"));
-    QVERIFY(!DeviceLimits::fromResult(typed(cpuResult(1, 1, 1, "memory"))));
+    QVERIFY(!DeviceLimits::fromResult(cpuResult(1, 1, 1, "memory")));
 }
 
 // The worker's `occupancy` block as the CUDA backend writes it. No result from a real GPU run is
@@ -337,18 +368,18 @@ void TestViewsPlots::presets()
 // per-resource comparison names; the calculator must agree with both, through mainKernelLaunch.
 void TestViewsPlots::crossCheckWithWorkerReport()
 {
-    const json kernels = json::array({
+    const std::vector<proto::LaunchOccupancy> kernels = {
         occupancyKernel("softmax_rows(float const*, float*, int, int)", 256, 40, 0, 0, 6, 0.75, "registers"),
         occupancyKernel("reduce_sum(float const*, float*, int)", 128, 30, 0, 0, 16, 1.0, "none"),
         occupancyKernel("gemm_tile<128, 64>(bf16 const*, bf16 const*, float*)", 128, 128, 32768, 16384, 4, 0.25, "registers"),
         occupancyKernel("scan_block(int*, int)", 32, 96, 0, 0, 20, 0.3125, "registers"),
         occupancyKernel("big_tile(float*)", 256, 32, 0, 100 * 1024, 2, 0.25, "shared memory"),
-    });
+    };
     for (const auto& k : kernels) {
-        const auto r = typed(cudaResult(1.5, k));
+        const auto r = cudaResult(1.5, k);
         const auto launch = mainKernelLaunch(r);
         QVERIFY(launch);
-        QCOMPARE(launch->name, k["name"].get<std::string>());
+        QCOMPARE(launch->name, k.name);
         QVERIFY(launch->hasBlock);
         const auto d = DeviceLimits::fromResult(r);
         QVERIFY(d);
@@ -359,14 +390,14 @@ void TestViewsPlots::crossCheckWithWorkerReport()
         QVERIFY2(limiterName(mine.limiter) == launch->reportedLimiter, what.constData());
     }
     // Without `occupancy` the compiler's numbers stand in, with no block size.
-    json r = cudaResult(1.5, kernels[0]);
-    r.erase("occupancy");
-    const auto launch = mainKernelLaunch(typed(r));
+    proto::EvalResult r = cudaResult(1.5, kernels[0]);
+    r.occupancy.reset();
+    const auto launch = mainKernelLaunch(r);
     QVERIFY(launch);
     QVERIFY(!launch->hasBlock);
     QCOMPARE(launch->resources.registers, 40);
-    QVERIFY(isCudaResult(typed(r)));
-    QVERIFY(!isCudaResult(typed(cpuResult(1, 1, 1, "memory"))));
+    QVERIFY(isCudaResult(r));
+    QVERIFY(!isCudaResult(cpuResult(1, 1, 1, "memory")));
 }
 
 void TestViewsPlots::rooflineEmptyState()
@@ -473,12 +504,13 @@ void TestViewsPlots::rooflineMeasuredIntensityAndLegendOutside()
     b.nodes.push_back(node(0, -1, QStringLiteral("root")));
     const double moved[] = { 2.0, 0.5, 1.0 }; // DRAM bytes as a multiple of the problem's bytes
     for (int i = 1; i <= 3; ++i) {
-        json r = cpuResult(1.0 + i, 2.5, 30.0 * i, "memory");
-        const double bytes = r["roofline"]["bytes"].get<double>();
-        r["profile"] = {{"tool", "ncu"}, {"dram_bytes", bytes * moved[i - 1]}, {"kernels", json::array()}};
+        proto::EvalResult r = cpuResult(1.0 + i, 2.5, 30.0 * i, "memory");
+        r.profile.emplace();
+        r.profile->dramBytes = *r.roofline->bytes * moved[i - 1];
+        r.profile->extra = { { "tool", "ncu" }, { "kernels", json::array() } };
         b.nodes.push_back(evaluated(node(i, 0), r, i));
     }
-    json unprofiled = cpuResult(1.5, 2.5, 20.0, "memory");
+    const proto::EvalResult unprofiled = cpuResult(1.5, 2.5, 20.0, "memory");
     b.nodes.push_back(evaluated(node(4, 0), unprofiled, 4));
     data.apply(b);
     plot.flush();
@@ -587,7 +619,7 @@ void TestViewsPlots::occupancyPlotMarksBlockSize()
     QVERIFY(plot.isEmptyState());
     QVERIFY(plot.emptyText().contains(QStringLiteral("Select a node")));
 
-    const json kernel = occupancyKernel("softmax_rows(float const*, float*, int, int)", 256, 40, 0, 0, 6, 0.75, "registers");
+    const proto::LaunchOccupancy kernel = occupancyKernel("softmax_rows(float const*, float*, int, int)", 256, 40, 0, 0, 6, 0.75, "registers");
     SessionData::Batch b;
     b.nodes = { node(0, -1, QStringLiteral("root")), node(1, 0, QStringLiteral("seed")) };
     data.apply(b);
@@ -628,9 +660,9 @@ void TestViewsPlots::occupancyPlotMarksBlockSize()
     QVERIFY(plot.sharedLimitCurve()->pen().style() == Qt::DashLine);
 
     // When the calculator and the driver disagree, the label says what the driver reported.
-    json odd = kernel;
-    odd["blocks_per_sm"] = 4;
-    odd["occupancy"] = 0.5;
+    proto::LaunchOccupancy odd = kernel;
+    odd.blocksPerSm = 4;
+    odd.occupancy = 0.5;
     SessionData::Batch b3;
     b3.nodes = { evaluated(node(2, 1), cudaResult(1.1, odd), 4) };
     data.apply(b3);
@@ -638,7 +670,7 @@ void TestViewsPlots::occupancyPlotMarksBlockSize()
     QVERIFY(plot.markerLabel().contains(QStringLiteral("driver reported 4 blocks/SM (50%)")));
 
     // Shared memory as the limiter: 48 KiB at block 128 is 4 blocks, 25%.
-    const json smemKernel = occupancyKernel("tile(float*)", 128, 32, 0, 49152, 4, 0.25, "shared memory");
+    const proto::LaunchOccupancy smemKernel = occupancyKernel("tile(float*)", 128, 32, 0, 49152, 4, 0.25, "shared memory");
     SessionData::Batch b4;
     b4.nodes = { evaluated(node(3, 1), cudaResult(1.1, smemKernel), 5) };
     data.apply(b4);
@@ -655,8 +687,8 @@ void TestViewsPlots::occupancyPlotCompilerResourcesOnly()
     SessionData data;
     Selection sel;
     OccupancyPlot plot(&data, &sel);
-    json r = cudaResult(0.9, occupancyKernel("k(float*)", 256, 128, 0, 0, 2, 0.25, "registers"));
-    r.erase("occupancy");
+    proto::EvalResult r = cudaResult(0.9, occupancyKernel("k(float*)", 256, 128, 0, 0, 2, 0.25, "registers"));
+    r.occupancy.reset();
     SessionData::Batch b;
     b.nodes = { node(0, -1, QStringLiteral("root")), evaluated(node(1, 0), r, 2) };
     data.apply(b);

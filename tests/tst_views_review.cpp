@@ -33,6 +33,11 @@
 
 using namespace hone;
 namespace fs = std::filesystem;
+namespace proto = hone::core::protocol;
+
+/// A change made to a clean result (a row of concernsOfAResult).
+using ResultChange = void (*)(proto::EvalResult&);
+Q_DECLARE_METATYPE(ResultChange)
 
 namespace {
 
@@ -409,6 +414,16 @@ extern "C" int hone_run(const hone_args* a)
         panel.noteEdit()->setPlainText(QStringLiteral("too fragile on odd N"));
         const int before = approvalCount();
         QTest::mouseClick(panel.rejectButton(), Qt::LeftButton);
+        // The row is written off the GUI thread: until it lands the buttons are off and the panel
+        // says what it is doing.
+        QVERIFY(panel.busy());
+        QVERIFY(!panel.approveButton()->isEnabled());
+        QVERIFY(!panel.rejectButton()->isEnabled());
+        QVERIFY2(panel.message().startsWith(QLatin1String("Recording the rejection")), qPrintable(panel.message()));
+        QVERIFY2(rejected.count() == 1 || rejected.wait(60000), qPrintable(panel.message()));
+        QVERIFY(!panel.busy());
+        QVERIFY(panel.rejectButton()->isEnabled());
+        QVERIFY2(panel.message().startsWith(QLatin1String("Rejected by bob")), qPrintable(panel.message()));
         QCOMPARE(rejected.count(), 1);
         QCOMPARE(rejected.at(0).at(0).toLongLong(), node);
         QCOMPARE(hints.count(), 1);
@@ -550,32 +565,67 @@ extern "C" int hone_run(const hone_args* a)
     /// The concerns a result raises (issue 23), one kind per row; a clean result raises none.
     void concernsOfAResult_data()
     {
-        QTest::addColumn<QString>("patch");
+        using proto::EvalResult;
+        QTest::addColumn<ResultChange>("change");
         QTest::addColumn<QString>("kind");
-        QTest::addRow("clean") << "{}" << "";
-        QTest::addRow("noisy candidate") << R"({"timing":{"cv":0.25}})" << "noisy_timing";
-        QTest::addRow("noisy baseline") << R"({"timing":{"baseline":{"cv":0.3}}})" << "noisy_timing";
-        QTest::addRow("noisy other shape") << R"({"shapes":[{"index":1,"shape":"bench[1]","timing":{"median_ns":1000.0,"cv":0.4}}]})" << "noisy_timing";
-        QTest::addRow("suspicious") << R"({"diagnosis":{"suspicious":true,"evidence":"under the floor"}})" << "suspicious";
-        QTest::addRow("failing shape") << R"({"checks":[{"shape":"small[2]","seed":1,"ok":false}]})" << "failing_shape";
-        QTest::addRow("slower shape") << R"({"objective":{"value":1.2,"slower_on":["bench[2]"]}})" << "slower_shape";
+        QTest::addRow("clean") << ResultChange(+[](EvalResult&) {}) << "";
+        QTest::addRow("noisy candidate") << ResultChange(+[](EvalResult& r) { r.timing->stats.cv = 0.25; })
+                                         << "noisy_timing";
+        QTest::addRow("noisy baseline") << ResultChange(+[](EvalResult& r) { r.timing->baseline->cv = 0.3; })
+                                        << "noisy_timing";
+        QTest::addRow("noisy other shape") << ResultChange(+[](EvalResult& r) {
+            proto::ShapeResult s;
+            s.index = 1;
+            s.label = "bench[1]";
+            s.timing.emplace();
+            s.timing->stats.medianNs = 1000.0;
+            s.timing->stats.cv = 0.4;
+            r.shapes = std::vector { s };
+        }) << "noisy_timing";
+        QTest::addRow("suspicious") << ResultChange(+[](EvalResult& r) {
+            r.diagnosis->suspicious = true;
+            r.diagnosis->evidence = "under the floor";
+        }) << "suspicious";
+        QTest::addRow("failing shape") << ResultChange(+[](EvalResult& r) {
+            proto::Check c;
+            c.shape = "small[2]";
+            c.seed = 1;
+            c.ok = false;
+            r.checks = std::vector { c };
+        }) << "failing_shape";
+        QTest::addRow("slower shape") << ResultChange(+[](EvalResult& r) {
+            r.objective.emplace();
+            r.objective->value = 1.2;
+            r.objective->slowerOn = { "bench[2]" };
+        }) << "slower_shape";
     }
     void concernsOfAResult()
     {
-        QFETCH(QString, patch);
+        QFETCH(ResultChange, change);
         QFETCH(QString, kind);
         // A quiet result: 25 paired samples, every ratio 3x, CV 1%.
-        nlohmann::json cand = nlohmann::json::array(), base = nlohmann::json::array();
+        proto::EvalResult result;
+        result.status = proto::EvalStatus::Ok;
+        result.timing.emplace();
+        result.timing->shape = "bench[0]";
+        result.timing->stats.medianNs = 1012.0;
+        result.timing->stats.cv = 0.01;
+        result.timing->speedup = 3.0;
+        result.timing->baseline.emplace();
+        result.timing->baseline->medianNs = 3036.0;
+        result.timing->baseline->cv = 0.01;
         for (int i = 0; i < 25; ++i) {
-            cand.push_back(1000.0 + i);
-            base.push_back(3000.0 + 3 * i);
+            result.timing->stats.samplesNs.push_back(1000.0 + i);
+            result.timing->baseline->samplesNs.push_back(3000.0 + 3 * i);
         }
-        nlohmann::json result = {{"status", "ok"}, {"timing", {{"shape", "bench[0]"}, {"samples_ns", cand},
-            {"median_ns", 1012.0}, {"cv", 0.01}, {"speedup", 3.0},
-            {"baseline", {{"samples_ns", base}, {"median_ns", 3036.0}, {"cv", 0.01}}}}},
-            {"diagnosis", {{"suspicious", false}}}, {"checks", {{{"shape", "small[0]"}, {"seed", 1}, {"ok", true}}}}};
-        result.merge_patch(nlohmann::json::parse(patch.toStdString()));
-        const auto concerns = views::reviewConcerns(core::protocol::EvalResult::fromJson(result));
+        result.diagnosis.emplace();
+        proto::Check check;
+        check.shape = "small[0]";
+        check.seed = 1;
+        check.ok = true;
+        result.checks = std::vector { check };
+        change(result);
+        const auto concerns = views::reviewConcerns(result);
         if (kind.isEmpty()) {
             QVERIFY(concerns.empty());
             return;

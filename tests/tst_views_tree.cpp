@@ -1,6 +1,7 @@
 // The search tree panel and the node table: tidy layout, the live TreeView, NodeTableModel with
 // its filter, the node context menu and selection sync (views/tree_*, views/node_*).
 #include "core/problem_spec.h"
+#include "result_values.h"
 #include "core/store.h"
 #include "views/node_menu.h"
 #include "views/node_table.h"
@@ -31,32 +32,43 @@ using nlohmann::json;
 
 namespace {
 
-// ---- test data: worker results in the documented format (docs/FORMATS.md, "Worker protocol")
+// ---- test data: results as the worker reports them (docs/FORMATS.md, "Worker protocol"), built as
+// the typed values the views read
 
-json okResult(double speedup, double medianNs, const std::string& bound, double fracBw)
+namespace proto = hone::core::protocol;
+using hone::testing::check;
+
+proto::EvalResult okResult(double speedup, double medianNs, const std::string& bound, double fracBw)
 {
-    return {{"protocol", 2}, {"type", "result"}, {"status", "ok"},
-        {"compile", {{"ok", true}, {"cached", false}, {"seconds", 0.7}, {"log", ""}, {"messages", json::array()}}},
-        {"checks", json::array({{{"shape", "small[0]"}, {"seed", 1}, {"ok", true}, {"max_abs_err", 1e-8},
-                       {"max_rel_err", 2e-7}, {"mismatches", 0}}})},
-        {"timing", {{"shape", "bench[0]"}, {"samples_ns", {medianNs * 0.98, medianNs, medianNs * 1.03}},
-                       {"median_ns", medianNs}, {"p10_ns", medianNs * 0.98}, {"p90_ns", medianNs * 1.03}, {"cv", 0.02},
-                       {"baseline", {{"median_ns", medianNs * speedup}, {"cv", 0.01}}}, {"speedup", speedup}}},
-        {"roofline", {{"flops", 1e6}, {"bytes", 8e6}, {"gflops", 1.2}, {"gbps", fracBw * 20}, {"intensity", 0.125},
-                         {"peak_gflops", 100.0}, {"peak_gbps", 20.0}, {"frac_compute", 0.012},
-                         {"frac_bandwidth", fracBw}, {"floor_ns", medianNs * fracBw}}},
-        {"diagnosis", {{"bound", bound}, {"evidence", "bandwidth-limited"}, {"suspicious", false}}},
-        {"environment", {{"device", "cpu: test"}, {"compiler", "g++ (Debian 12.2.0-14) 12.2.0"}, {"cores", 2}}}};
+    proto::EvalResult r = hone::testing::passed(hone::testing::timed(medianNs, speedup));
+    proto::Roofline rf;
+    rf.flops = 1e6;
+    rf.bytes = 8e6;
+    rf.gflops = 1.2;
+    rf.gbps = fracBw * 20;
+    rf.intensity = 0.125;
+    rf.peakGflops = 100.0;
+    rf.peakGbps = 20.0;
+    rf.fracCompute = 0.012;
+    rf.fracBandwidth = fracBw;
+    rf.floorNs = medianNs * fracBw;
+    r.roofline = rf;
+    r.diagnosis = proto::Diagnosis { bound, "bandwidth-limited", false, json::object() };
+    r.environment.emplace();
+    r.environment->device = "cpu: test";
+    r.environment->compiler = "g++ (Debian 12.2.0-14) 12.2.0";
+    r.environment->extra = { { "cores", 2 } };
+    return r;
 }
 
-json failedResult(const std::string& kind, const std::string& message)
+proto::EvalResult failedResult(const std::string& kind, const std::string& message)
 {
-    return {{"protocol", 2}, {"type", "result"}, {"status", "failed"},
-        {"failure", {{"kind", kind}, {"stage", kind == "compile_error" ? "compile" : "check"}, {"message", message}}},
-        {"compile", {{"ok", kind != "compile_error"}, {"log", kind == "compile_error" ? message : ""},
-                        {"messages", json::array()}}},
-        {"checks", json::array({{{"shape", "small[0]"}, {"seed", 1}, {"ok", false}, {"max_abs_err", 0.5},
-                       {"max_rel_err", 0.3}, {"mismatches", 3}}})}};
+    const auto failure = proto::failureKindFromName(kind);
+    proto::EvalResult r = proto::EvalResult::failed(
+        "", failure.value_or(proto::FailureKind::WorkerError), kind == "compile_error" ? "compile" : "check", message);
+    r.compile = hone::testing::compiled(kind != "compile_error", kind == "compile_error" ? message : "");
+    r.checks = std::vector { check(false, 0.5, 0.3, 3) };
+    return r;
 }
 
 NodeInfo rootNode()
@@ -94,12 +106,12 @@ struct SessionGen {
         const unsigned r = rng() % 10;
         if (r < 6) {
             const double speedup = 0.5 + (rng() % 350) / 100.0;
-            applyResult(n, hone::core::protocol::EvalResult::fromJson(okResult(speedup, 1e3 + rng() % 10000000, bounds[rng() % 3], (rng() % 100) / 100.0)));
+            applyResult(n, okResult(speedup, 1e3 + rng() % 10000000, bounds[rng() % 3], (rng() % 100) / 100.0));
             n.speedup = speedup;
         } else if (r < 8) {
             const bool wrong = rng() % 2;
-            applyResult(n, hone::core::protocol::EvalResult::fromJson(wrong ? failedResult("wrong_result", "3 mismatches in y")
-                      : failedResult("compile_error", "softmax.cpp:12:5: error: expected ';'")));
+            applyResult(n, wrong ? failedResult("wrong_result", "3 mismatches in y")
+                                 : failedResult("compile_error", "softmax.cpp:12:5: error: expected ';'"));
         }
         n.pruned = rng() % 20 == 0;
         return n;
@@ -140,20 +152,20 @@ struct StoredSession {
         node(4, 3, simd, {{"BLOCK", "32"}, {"VEC", "4"}}, "mutation", "combine");
         node(5, 2, simd, {{"BLOCK", "128"}, {"VEC", "8"}}, "mutation", "restart");
         node(6, 2, simd, {{"BLOCK", "64"}, {"VEC", "2"}}, "crossover", "inherit");
-        auto eval = [&](int64_t id, json result, double speedup) {
+        auto eval = [&](int64_t id, const proto::EvalResult& result, double speedup) {
             EvaluationRecord e;
             e.nodeId = id;
             e.cacheKey = "key-" + std::to_string(id);
-            e.status = result["status"].get<std::string>();
-            if (result.contains("failure")) {
-                e.failureKind = result["failure"]["kind"].get<std::string>();
-                e.failureMessage = result["failure"]["message"].get<std::string>();
+            e.status = result.ok() ? "ok" : "failed";
+            if (result.failure) {
+                e.failureKind = proto::failureKindName(result.failure->kind);
+                e.failureMessage = result.failure->message;
             }
-            e.medianNs = result.contains("timing") ? result["timing"]["median_ns"].get<double>() : 0;
+            e.medianNs = result.medianNs();
             e.speedup = speedup;
-            e.bound = result.contains("diagnosis") ? result["diagnosis"]["bound"].get<std::string>() : "";
+            e.bound = result.bound();
             e.device = "cpu: test";
-            e.result = std::move(result);
+            e.result = result.toJson();
             e.createdAt = nowIso();
             store->insertEvaluation(session, e);
         };
@@ -392,14 +404,14 @@ private slots:
         n9.knobs = {{"BLOCK", "64"}, {"VEC", "8"}};
         n9.failureKind.clear();
         n9.failureMessage.clear();
-        applyResult(n9, hone::core::protocol::EvalResult::fromJson(okResult(3.41, 12345, "memory", 0.63)));
+        applyResult(n9, okResult(3.41, 12345, "memory", 0.63));
         n9.speedup = 3.41;
         b.nodes.push_back(n9);
         for (qint64 id : {4, 5}) {
             NodeInfo n = *data.node(id);
             n.failureKind.clear();
             n.failureMessage.clear();
-            applyResult(n, hone::core::protocol::EvalResult::fromJson(failedResult("wrong_result", "3 mismatches in y\nfirst at index 17")));
+            applyResult(n, failedResult("wrong_result", "3 mismatches in y\nfirst at index 17"));
             b.nodes.push_back(n);
         }
         changed.clear();
@@ -534,7 +546,7 @@ private slots:
         // Live: a pending node that fails leaves "Pending" and enters "Failed" without a reset.
         const qint64 pendingId = *shownIds().begin();
         NodeInfo n = *data.node(pendingId);
-        applyResult(n, hone::core::protocol::EvalResult::fromJson(failedResult("timeout", "stage check ran past 60 s")));
+        applyResult(n, failedResult("timeout", "stage check ran past 60 s"));
         SessionData::Batch b;
         b.nodes.push_back(n);
         const int pendingBefore = proxy->rowCount();
@@ -753,7 +765,7 @@ private slots:
 
         // Best moves: the old best loses its gold ring on the next refresh.
         NodeInfo n6 = *data.node(6);
-        applyResult(n6, hone::core::protocol::EvalResult::fromJson(okResult(4.0, 7716, "compute", 0.2)));
+        applyResult(n6, okResult(4.0, 7716, "compute", 0.2));
         n6.speedup = 4.0;
         SessionData::Batch b;
         b.nodes.push_back(n6);
@@ -821,7 +833,7 @@ private slots:
             ++target;
         QVERIFY(view.lookOf(target).fill != QColor(0xe5, 0x39, 0x35));
         NodeInfo upd = *data.node(target);
-        applyResult(upd, hone::core::protocol::EvalResult::fromJson(failedResult("nan", "NaN in y")));
+        applyResult(upd, failedResult("nan", "NaN in y"));
         SessionData::Batch b;
         b.nodes.push_back(upd);
         data.apply(b);

@@ -1,8 +1,8 @@
 #pragma once
 
+#include "views/correctness_model.h"
 #include "views/session_data.h"
 
-#include <QAbstractTableModel>
 #include <QString>
 #include <QWidget>
 
@@ -20,6 +20,7 @@ class QPlainTextEdit;
 class QPushButton;
 class QSpinBox;
 class QStackedWidget;
+class QStandardItem;
 class QStandardItemModel;
 class QTabWidget;
 class QTableView;
@@ -30,43 +31,6 @@ namespace hone::views {
 class CodeView;
 class DiffView;
 class TimingPlot;
-
-/// The correctness checks of one result (`checks[]`, FORMATS.md): a row per shape × seed. The
-/// tooltip of a row lists its first mismatches and its failure.
-class CorrectnessModel : public QAbstractTableModel {
-    Q_OBJECT
-public:
-    enum Column {
-        ShapeColumn,
-        SeedColumn,
-        OkColumn,
-        MaxAbsColumn,
-        MaxRelColumn,
-        MismatchesColumn,
-        ColumnCount
-    };
-    using QAbstractTableModel::QAbstractTableModel;
-
-    void setChecks(const std::vector<core::protocol::Check>& checks);
-    int failedCount() const;
-
-    int rowCount(const QModelIndex& parent = {}) const override;
-    int columnCount(const QModelIndex& parent = {}) const override;
-    QVariant data(const QModelIndex& index, int role = Qt::DisplayRole) const override;
-    QVariant headerData(int section, Qt::Orientation orientation, int role = Qt::DisplayRole) const override;
-
-private:
-    struct Row {
-        QString shape;
-        qint64 seed = 0;
-        bool ok = false;
-        double maxAbs = 0;
-        double maxRel = 0;
-        qint64 mismatches = 0;
-        QString details;
-    };
-    std::vector<Row> m_rows;
-};
 
 /// Everything about the selected candidate: a header (id, source, status, bound, evidence) and
 /// tabs for its source and knobs, a diff against its parent, the baseline or any node, the
@@ -125,6 +89,7 @@ private:
     void fillLlm();
     const NodeInfo* current() const;
     bool messageInCandidate(const core::protocol::CompileMessage& message) const;
+    static QStandardItem* readOnlyItem(const QString& text);
 
     SessionData* m_data;
     Selection* m_selection;

@@ -1,7 +1,5 @@
 #include "views/kb_curator.h"
 
-#include "knowledge/corpus.h"
-
 #include <QComboBox>
 #include <QDateTime>
 #include <QDialog>
@@ -20,6 +18,7 @@
 #include <QMimeData>
 #include <QPlainTextEdit>
 #include <QPushButton>
+#include <QRegularExpression>
 #include <QSplitter>
 #include <QTableView>
 #include <QTextCursor>
@@ -30,8 +29,6 @@
 
 namespace hone::views {
 
-namespace kb = hone::knowledge;
-
 namespace {
 
 constexpr int kSearchResults = 20;
@@ -41,16 +38,19 @@ QString qs(const std::string& s)
     return QString::fromStdString(s);
 }
 
-std::vector<std::string> splitList(const QString& text)
+/// "sm_90, gfx942" or "sm_90 gfx942": the items of a tag list as typed (the base canonicalises
+/// them when it stores the tags).
+QStringList splitList(const QString& text)
 {
-    return kb::splitTagList(text.toStdString());
+    static const QRegularExpression separators(QStringLiteral("[,\\s]+"));
+    return text.split(separators, Qt::SkipEmptyParts);
 }
 
 } // namespace
 
 // ---- KbCurator ----------------------------------------------------------------------------
 
-KbCurator::KbCurator(kb::KnowledgeBase* base, QWidget* parent)
+KbCurator::KbCurator(KnowledgeAccess* base, QWidget* parent)
     : QWidget(parent)
     , m_kb(base)
     , m_docs(new KbDocumentsModel(base, this))
@@ -98,9 +98,9 @@ KbCurator::KbCurator(kb::KnowledgeBase* base, QWidget* parent)
     m_status->setTextFormat(Qt::PlainText);
     m_status->setTextInteractionFlags(Qt::TextSelectableByMouse);
     m_defaultKind->addItem(QStringLiteral("files must name their kind"));
-    for (auto c : { kb::Category::Guidance, kb::Category::Hardware, kb::Category::Correctness })
-        m_defaultKind->addItem(QStringLiteral("untagged files: ") + QString::fromLatin1(kb::categoryName(c)),
-            static_cast<int>(c));
+    for (const char* kind : { "guidance", "hardware", "correctness" })
+        m_defaultKind->addItem(
+            QStringLiteral("untagged files: ") + QLatin1String(kind), QString::fromLatin1(kind));
     m_defaultKind->setToolTip(QStringLiteral("The kind given to imported files whose front-matter has no "
                                              "'category:' line"));
     m_import->setToolTip(QStringLiteral("Add .md, .txt, .html or .pdf files (or drop them on this panel)"));
@@ -166,7 +166,7 @@ KbCurator::KbCurator(kb::KnowledgeBase* base, QWidget* parent)
     setKnowledgeBase(base);
 }
 
-void KbCurator::setKnowledgeBase(kb::KnowledgeBase* base)
+void KbCurator::setKnowledgeBase(KnowledgeAccess* base)
 {
     m_kb = base;
     m_docs->setKnowledgeBase(base); // re-reads the documents
@@ -190,7 +190,7 @@ void KbCurator::showSummary()
         setStatus(QStringLiteral("%1 documents, %2 chunks in %3")
                       .arg(m_docs->rowCount())
                       .arg(m_kb->liveChunkCount())
-                      .arg(qs(m_kb->path().string())),
+                      .arg(m_kb->location()),
             false);
     m_offer->setVisible(corpusOffered());
     updateEnabled();
@@ -209,7 +209,7 @@ bool KbCurator::corpusOffered() const
     // Skills written back by runs do not make a base curated: offered until some document of
     // another kind is there.
     for (int row = 0; row < m_docs->rowCount(); ++row)
-        if (m_docs->document(row)->category != kb::Category::Skill)
+        if (!m_docs->document(row)->isSkill())
             return false;
     return true;
 }
@@ -224,10 +224,9 @@ QString KbCurator::previewText() const
     return m_preview->toPlainText();
 }
 
-void KbCurator::setDefaultCategory(std::optional<kb::Category> category)
+void KbCurator::setDefaultKind(const QString& kind)
 {
-    m_defaultKind->setCurrentIndex(
-        category ? std::max(0, m_defaultKind->findData(static_cast<int>(*category))) : 0);
+    m_defaultKind->setCurrentIndex(kind.isEmpty() ? 0 : std::max(0, m_defaultKind->findData(kind)));
 }
 
 void KbCurator::setStatus(const QString& text, bool error)
@@ -275,13 +274,11 @@ void KbCurator::search(const QString& text)
         return;
     }
     try {
-        const auto hits = m_kb->search(text.toStdString(), {}, kSearchResults);
-        std::vector<KnowledgeHitRow> rows;
-        for (size_t i = 0; i < hits.size(); ++i)
-            rows.push_back(hitRow(hits[i], static_cast<int>(i) + 1, *m_kb));
+        std::vector<KnowledgeHitRow> rows = m_kb->search(text, kSearchResults);
+        const size_t found = rows.size();
         m_results->setRows(std::move(rows));
-        setStatus(hits.empty() ? QStringLiteral("No document matches \"%1\".").arg(text)
-                               : QStringLiteral("%1 hit(s) for \"%2\"").arg(hits.size()).arg(text),
+        setStatus(found == 0 ? QStringLiteral("No document matches \"%1\".").arg(text)
+                             : QStringLiteral("%1 hit(s) for \"%2\"").arg(found).arg(text),
             false);
     } catch (const std::exception& e) {
         m_results->setRows({});
@@ -291,21 +288,21 @@ void KbCurator::search(const QString& text)
 
 void KbCurator::previewDocument(int row)
 {
-    const kb::DocumentInfo* d = m_docs->document(row);
+    const KbDocument* d = m_docs->document(row);
     if (!d || !m_kb) {
         m_preview->clear();
         return;
     }
     QString text = QStringLiteral("%1\n%2 v%3 · %4 · %5\n")
-                       .arg(qs(d->title), qs(d->uid))
+                       .arg(d->title, d->uid)
                        .arg(d->version)
-                       .arg(QString::fromLatin1(kb::categoryName(d->category)), qs(d->origin));
+                       .arg(d->kind, d->origin);
     try {
         for (const auto& c : m_kb->chunks(d->id)) {
-            text += QStringLiteral("\n## ") + qs(c.heading);
+            text += QStringLiteral("\n## ") + c.heading;
             if (c.pageFirst > 0)
                 text += QStringLiteral("  [p. %1]").arg(c.pageFirst);
-            text += QLatin1Char('\n') + qs(c.body) + QLatin1Char('\n');
+            text += QLatin1Char('\n') + c.body + QLatin1Char('\n');
         }
     } catch (const std::exception& e) {
         text += QStringLiteral("\n(the chunks could not be read: %1)").arg(qs(e.what()));
@@ -323,7 +320,7 @@ void KbCurator::previewHit(int row)
     if (!chunk)
         return;
     m_preview->moveCursor(QTextCursor::Start);
-    m_preview->find(QStringLiteral("## ") + qs(chunk->heading));
+    m_preview->find(QStringLiteral("## ") + chunk->heading);
     m_preview->ensureCursorVisible();
 }
 
@@ -342,18 +339,18 @@ void KbCurator::editTagsClicked()
     const int row = m_docs->rowOf(uid);
     if (row < 0)
         return;
-    const kb::DocumentInfo d = *m_docs->document(row);
+    const KbDocument d = *m_docs->document(row);
     QDialog dialog(this);
     dialog.setWindowTitle(QStringLiteral("Tags of %1").arg(uid));
     auto* form = new QFormLayout(&dialog);
-    auto* platform = new QLineEdit(qs(d.tags.platform), &dialog);
+    auto* platform = new QLineEdit(d.tags.platform, &dialog);
     platform->setPlaceholderText(QStringLiteral("cuda, hip, cpu or any"));
     auto* arch = new QLineEdit(joinedList(d.tags.arch), &dialog);
     arch->setPlaceholderText(QStringLiteral("sm_90, gfx942, x86_64-avx2… (empty: any)"));
     auto* family = new QLineEdit(joinedList(d.tags.family), &dialog);
     family->setPlaceholderText(QStringLiteral("softmax, gemm, reduction… (empty: any)"));
-    auto* source = new QLineEdit(qs(d.tags.source), &dialog);
-    auto* version = new QLineEdit(qs(d.tags.version), &dialog);
+    auto* source = new QLineEdit(d.tags.source, &dialog);
+    auto* version = new QLineEdit(d.tags.version, &dialog);
     form->addRow(QStringLiteral("Platform"), platform);
     form->addRow(QStringLiteral("Arch"), arch);
     form->addRow(QStringLiteral("Family"), family);
@@ -365,12 +362,12 @@ void KbCurator::editTagsClicked()
     connect(box, &QDialogButtonBox::rejected, &dialog, &QDialog::reject);
     if (dialog.exec() != QDialog::Accepted)
         return;
-    kb::Tags t;
-    t.platform = platform->text().trimmed().toStdString();
+    KbTags t;
+    t.platform = platform->text().trimmed();
     t.arch = splitList(arch->text());
     t.family = splitList(family->text());
-    t.source = source->text().trimmed().toStdString();
-    t.version = version->text().trimmed().toStdString();
+    t.source = source->text().trimmed();
+    t.version = version->text().trimmed();
     retag(uid, t);
 }
 

@@ -1,14 +1,13 @@
 #pragma once
 
-#include "knowledge/knowledge_base.h"
 #include "views/kb_documents_model.h"
+#include "views/knowledge_access.h"
 #include "views/knowledge_hits.h"
 
 #include <QStringList>
 #include <QWidget>
 
 #include <functional>
-#include <optional>
 #include <vector>
 
 class QComboBox;
@@ -20,45 +19,36 @@ class QTableView;
 
 namespace hone::views {
 
-/// What importing one file did.
-struct KbImportOutcome {
-    enum class Status { Added, Updated, Unchanged, Duplicate, Error };
-    QString path;
-    Status status = Status::Error;
-    QString uid;
-    int chunks = 0;
-    QString message; // the error (naming the file and the fix), or what a duplicate duplicates
-};
-
 /// The knowledge-base curator: the documents table, import (dialog or drop files on the
 /// panel), tag editing, full-text search, a preview of the selected document's chunks and
-/// removal. Every change goes through the KnowledgeBase API, one document per transaction, so
-/// a bad file never costs a stored document.
+/// removal. Every change goes through KnowledgeAccess, one document per transaction, so a bad
+/// file never costs a stored document.
 class KbCurator : public QWidget {
     Q_OBJECT
 public:
-    explicit KbCurator(knowledge::KnowledgeBase* kb, QWidget* parent = nullptr);
+    explicit KbCurator(KnowledgeAccess* kb, QWidget* parent = nullptr);
 
-    void setKnowledgeBase(knowledge::KnowledgeBase* kb);
+    void setKnowledgeBase(KnowledgeAccess* kb);
     /// Imports files (folders expand to their .md/.markdown/.txt/.html/.htm/.pdf files) one by
     /// one, and reports each in the status line.
     std::vector<KbImportOutcome> importFiles(const QStringList& paths);
     /// Replaces the tags of the live document `uid`: a new version with the same chunks (the
     /// old one stays in the history). False, with `error` set, when it cannot.
-    bool retag(const QString& uid, const knowledge::Tags& tags, QString* error = nullptr);
+    bool retag(const QString& uid, const KbTags& tags, QString* error = nullptr);
     /// Removes the live document `uid` after asking the confirmation (setConfirm).
     bool removeDocument(const QString& uid);
     /// Runs a full-text search and lists the hits.
     void search(const QString& text);
     /// Selects a document in the table (and previews it); false when it is not listed.
     bool selectDocument(const QString& uid);
-    /// The kind given to files that name none (no front-matter `category:`); nullopt: such
-    /// files are refused with a message. Files that name a kind keep it.
-    void setDefaultCategory(std::optional<knowledge::Category> category);
+    /// The kind (guidance, hardware, correctness) given to files that name none (no
+    /// front-matter `category:`); empty: such files are refused with a message. Files that name
+    /// a kind keep it.
+    void setDefaultKind(const QString& kind);
     /// The question asked before a removal; true goes ahead. Default: a message box.
     void setConfirm(std::function<bool(QString)> confirm) { m_confirm = std::move(confirm); }
 
-    /// The bundled corpus folder (knowledge::bundledCorpusDir) offered to an empty base.
+    /// The bundled corpus folder (the one `hone kb init` reads) offered to an empty base.
     void setCorpusDir(const QString& dir);
     /// True while the "Import the bundled corpus" offer shows: a base with no documents but
     /// skills.
@@ -97,7 +87,7 @@ private:
     QString selectedUid() const;
     void updateEnabled();
 
-    knowledge::KnowledgeBase* m_kb;
+    KnowledgeAccess* m_kb;
     KbDocumentsModel* m_docs;
     KnowledgeHitsModel* m_results;
     QTableView* m_docTable;

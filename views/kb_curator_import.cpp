@@ -2,16 +2,12 @@
 // documents (kb_curator.cpp holds the panel itself).
 #include "views/kb_curator.h"
 
-#include "knowledge/corpus.h"
-
 #include <QComboBox>
 #include <QFileInfo>
 #include <QMessageBox>
 #include <QStringList>
 
 namespace hone::views {
-
-namespace kb = hone::knowledge;
 
 namespace {
 
@@ -37,21 +33,6 @@ QString statusWord(KbImportOutcome::Status s)
     return {};
 }
 
-KbImportOutcome::Status outcomeOf(kb::AddStatus s)
-{
-    switch (s) {
-    case kb::AddStatus::Added:
-        return KbImportOutcome::Status::Added;
-    case kb::AddStatus::Updated:
-        return KbImportOutcome::Status::Updated;
-    case kb::AddStatus::Unchanged:
-        return KbImportOutcome::Status::Unchanged;
-    case kb::AddStatus::Duplicate:
-        return KbImportOutcome::Status::Duplicate;
-    }
-    return KbImportOutcome::Status::Error;
-}
-
 } // namespace
 
 bool KbCurator::importCorpus()
@@ -64,10 +45,7 @@ bool KbCurator::importCorpus()
         return false;
     }
     try {
-        const auto results = kb::importCorpus(*m_kb, m_corpusDir.toStdString());
-        int added = 0;
-        for (const auto& r : results)
-            added += r.status == kb::AddStatus::Added || r.status == kb::AddStatus::Updated ? 1 : 0;
+        const int added = m_kb->importCorpus(m_corpusDir);
         reload();
         setStatus(QStringLiteral("Imported the bundled corpus from %1: %2 documents added (%3 documents, %4 chunks now)")
                       .arg(m_corpusDir)
@@ -95,7 +73,7 @@ std::vector<KbImportOutcome> KbCurator::importFiles(const QStringList& paths)
     // Folders expand to their supported files, as `hone kb add` does.
     QStringList files;
     for (const QString& p : paths) {
-        const std::vector<std::string> found = kb::expandDocumentPath(p.toStdString());
+        const QStringList found = m_kb->expandPath(p);
         if (found.empty()) {
             KbImportOutcome o;
             o.path = p;
@@ -103,46 +81,15 @@ std::vector<KbImportOutcome> KbCurator::importFiles(const QStringList& paths)
                 = p + QStringLiteral(": the folder holds no .md, .txt, .html or .pdf files; check the path");
             out.push_back(std::move(o));
         }
-        for (const auto& f : found)
-            files << qs(f);
+        files << found;
     }
-    std::optional<kb::Category> fallback;
-    if (m_defaultKind->currentIndex() > 0)
-        fallback = static_cast<kb::Category>(m_defaultKind->currentData().toInt());
-    auto read = [&](const QString& f) {
-        try {
-            return kb::readDocument(f.toStdString());
-        } catch (const kb::IngestError&) {
-            if (!fallback)
-                throw;
-            // Read again with the default kind; an override would also replace the kind of a
-            // file that names one, so it is only tried when the plain read failed. A file that
-            // fails for another reason fails the same way again.
-            kb::IngestOverrides ov;
-            ov.category = fallback;
-            return kb::readDocument(f.toStdString(), ov);
-        }
-    };
+    const QString fallback = m_defaultKind->currentIndex() > 0 ? m_defaultKind->currentData().toString() : QString();
     // One transaction per file: a bad file is reported and the others (and every stored
     // document) stay.
     for (const QString& f : files) {
-        KbImportOutcome o;
-        o.path = f;
-        try {
-            const kb::SourceDocument doc = read(f);
-            const kb::AddResult r = m_kb->add(doc);
-            o.status = outcomeOf(r.status);
-            o.uid = qs(r.uid);
-            o.chunks = r.chunks;
-            if (r.status == kb::AddStatus::Duplicate)
-                o.message = QStringLiteral("same text as %1; nothing stored").arg(qs(r.note));
-        } catch (const kb::IngestError& e) {
-            o.message = qs(e.what()); // starts with the file name and says what to do
-            if (o.message.contains(QStringLiteral(": no category;")))
-                o.message += QStringLiteral(" (or pick a kind for untagged files next to Import…)");
-        } catch (const std::exception& e) {
-            o.message = f + QStringLiteral(": ") + qs(e.what());
-        }
+        KbImportOutcome o = m_kb->importFile(f, fallback);
+        if (o.status == KbImportOutcome::Status::Error && o.message.contains(QStringLiteral(": no category;")))
+            o.message += QStringLiteral(" (or pick a kind for untagged files next to Import…)");
         out.push_back(std::move(o));
     }
 
@@ -184,7 +131,7 @@ std::vector<KbImportOutcome> KbCurator::importFiles(const QStringList& paths)
     return out;
 }
 
-bool KbCurator::retag(const QString& uid, const kb::Tags& tags, QString* error)
+bool KbCurator::retag(const QString& uid, const KbTags& tags, QString* error)
 {
     auto fail = [&](const QString& why) {
         if (error)
@@ -196,45 +143,30 @@ bool KbCurator::retag(const QString& uid, const kb::Tags& tags, QString* error)
         return fail(QStringLiteral("No knowledge base is configured."));
     static const QStringList platforms
         = { QStringLiteral("any"), QStringLiteral("cuda"), QStringLiteral("hip"), QStringLiteral("cpu") };
-    const QString platform = qs(tags.platform).trimmed().toLower();
+    const QString platform = tags.platform.trimmed().toLower();
     if (!platform.isEmpty() && !platforms.contains(platform))
-        return fail(QStringLiteral("platform '%1': expected cuda, hip, cpu or any").arg(qs(tags.platform)));
+        return fail(QStringLiteral("platform '%1': expected cuda, hip, cpu or any").arg(tags.platform));
     try {
-        const auto d = m_kb->document(uid.toStdString());
+        const auto d = m_kb->document(uid);
         if (!d)
             return fail(
                 QStringLiteral("%1: no such live document (removed meanwhile?); pick one in the table")
                     .arg(uid));
-        if (d->category == kb::Category::Skill)
+        if (d->isSkill())
             return fail(QStringLiteral("%1 is a skill: its tags come from the session it was learnt from; "
                                        "learn it again with `hone kb learn SESSION --arch A`")
                             .arg(uid));
-        // The KnowledgeBase's only write is add(): the same chunks (one section each, which
-        // chunking keeps as they are) under the new tags make a new version of the document.
-        kb::SourceDocument doc;
-        doc.uid = d->uid;
-        doc.title = d->title;
-        doc.format = d->format;
-        doc.origin = d->origin;
-        doc.category = d->category;
-        doc.categorySet = true;
-        doc.tags = tags;
-        if (doc.tags.platform.empty())
-            doc.tags.platform = "any";
-        for (const auto& c : m_kb->chunks(d->id))
-            doc.sections.push_back({ c.heading, c.body, c.pageFirst });
-        const kb::AddResult r = m_kb->add(doc);
-        if (r.status == kb::AddStatus::Unchanged) {
+        const KbImportOutcome r = m_kb->retag(uid, tags);
+        if (r.status == KbImportOutcome::Status::Unchanged) {
             setStatus(QStringLiteral("%1: tags unchanged").arg(uid), false);
             return true;
         }
-        if (r.status != kb::AddStatus::Updated)
-            return fail(QStringLiteral("%1: the tags were not stored (%2)")
-                            .arg(uid, QString::fromLatin1(kb::addStatusName(r.status))));
+        if (r.status != KbImportOutcome::Status::Updated)
+            return fail(QStringLiteral("%1: the tags were not stored (%2)").arg(uid, statusWord(r.status)));
         m_docs->reload();
-        selectDocument(qs(r.uid));
+        selectDocument(r.uid);
         setStatus(QStringLiteral("%1: tags updated (version %2; the previous version stays in the history)")
-                      .arg(qs(r.uid))
+                      .arg(r.uid)
                       .arg(r.version),
             false);
         emit knowledgeChanged();
@@ -249,7 +181,7 @@ bool KbCurator::removeDocument(const QString& uid)
     if (!m_kb || uid.isEmpty())
         return false;
     const int row = m_docs->rowOf(uid);
-    const QString title = row >= 0 ? qs(m_docs->document(row)->title) : uid;
+    const QString title = row >= 0 ? m_docs->document(row)->title : uid;
     const QString question
         = QStringLiteral("Remove \"%1\" (%2) from the knowledge base?\nIts chunks leave the "
                          "search; its history and the hits recorded against it stay.")
@@ -259,7 +191,7 @@ bool KbCurator::removeDocument(const QString& uid)
         return false;
     }
     try {
-        if (!m_kb->remove(uid.toStdString())) {
+        if (!m_kb->remove(uid)) {
             setStatus(QStringLiteral("%1: no such live document (removed meanwhile?)").arg(uid), true);
             m_docs->reload();
             return false;

@@ -5,33 +5,19 @@
 
 namespace hone::views {
 
-namespace kb = hone::knowledge;
-
-namespace {
-
-QString qs(const std::string& s)
+QString joinedList(const QStringList& items)
 {
-    return QString::fromStdString(s);
+    return items.join(QStringLiteral(", "));
 }
 
-} // namespace
-
-QString joinedList(const std::vector<std::string>& items)
-{
-    QStringList out;
-    for (const auto& i : items)
-        out << qs(i);
-    return out.join(QStringLiteral(", "));
-}
-
-KbDocumentsModel::KbDocumentsModel(kb::KnowledgeBase* base, QObject* parent)
+KbDocumentsModel::KbDocumentsModel(KnowledgeAccess* base, QObject* parent)
     : QAbstractTableModel(parent)
     , m_kb(base)
 {
     reload();
 }
 
-void KbDocumentsModel::setKnowledgeBase(kb::KnowledgeBase* base)
+void KbDocumentsModel::setKnowledgeBase(KnowledgeAccess* base)
 {
     m_kb = base;
     reload();
@@ -47,16 +33,15 @@ void KbDocumentsModel::reload()
     endResetModel();
 }
 
-const kb::DocumentInfo* KbDocumentsModel::document(int row) const
+const KbDocument* KbDocumentsModel::document(int row) const
 {
     return row >= 0 && row < static_cast<int>(m_docs.size()) ? &m_docs[static_cast<size_t>(row)] : nullptr;
 }
 
 int KbDocumentsModel::rowOf(const QString& uid) const
 {
-    const std::string u = uid.toStdString();
     for (size_t i = 0; i < m_docs.size(); ++i)
-        if (m_docs[i].uid == u)
+        if (m_docs[i].uid == uid)
             return static_cast<int>(i);
     return -1;
 }
@@ -73,19 +58,19 @@ int KbDocumentsModel::columnCount(const QModelIndex& parent) const
 
 QVariant KbDocumentsModel::data(const QModelIndex& index, int role) const
 {
-    const kb::DocumentInfo* d = index.isValid() ? document(index.row()) : nullptr;
+    const KbDocument* d = index.isValid() ? document(index.row()) : nullptr;
     if (!d)
         return {};
     switch (role) {
     case Qt::DisplayRole:
         switch (index.column()) {
         case Title:
-            return qs(d->title);
+            return d->title;
         case Kind:
-            return QString::fromLatin1(kb::categoryName(d->category));
+            return d->kind;
         case Tags: {
             QStringList parts;
-            parts << qs(d->tags.platform);
+            parts << d->tags.platform;
             parts << QStringLiteral("arch: ")
                     + (d->tags.arch.empty() ? QStringLiteral("any") : joinedList(d->tags.arch));
             parts << QStringLiteral("family: ")
@@ -95,27 +80,27 @@ QVariant KbDocumentsModel::data(const QModelIndex& index, int role) const
         case Chunks:
             return d->chunks;
         case Added: {
-            const auto t = QDateTime::fromString(qs(d->createdAt), Qt::ISODateWithMs);
+            const auto t = QDateTime::fromString(d->createdAt, Qt::ISODateWithMs);
             return t.isValid() ? t.toLocalTime().toString(QStringLiteral("yyyy-MM-dd hh:mm"))
-                               : qs(d->createdAt);
+                               : d->createdAt;
         }
         case Source:
-            return qs(d->origin);
+            return d->origin;
         }
         break;
     case Qt::ToolTipRole:
         switch (index.column()) {
         case Title:
             return QStringLiteral("%1 (id %2, version %3, %4)")
-                .arg(qs(d->title), qs(d->uid))
+                .arg(d->title, d->uid)
                 .arg(d->version)
-                .arg(qs(d->format));
+                .arg(d->format);
         case Tags:
             return QStringLiteral("platform %1\narch %2\nfamily %3\nsource %4\nversion %5")
-                .arg(qs(d->tags.platform), joinedList(d->tags.arch), joinedList(d->tags.family), qs(d->tags.source),
-                    qs(d->tags.version));
+                .arg(d->tags.platform, joinedList(d->tags.arch), joinedList(d->tags.family), d->tags.source,
+                    d->tags.version);
         case Source:
-            return qs(d->origin);
+            return d->origin;
         default:
             return {};
         }
@@ -124,7 +109,7 @@ QVariant KbDocumentsModel::data(const QModelIndex& index, int role) const
             return QVariant::fromValue(Qt::AlignRight | Qt::AlignVCenter);
         break;
     case UidRole:
-        return qs(d->uid);
+        return d->uid;
     case DocIdRole:
         return static_cast<qlonglong>(d->id);
     default:

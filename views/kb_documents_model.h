@@ -1,6 +1,6 @@
 #pragma once
 
-#include "knowledge/knowledge_base.h"
+#include "views/knowledge_access.h"
 
 #include <QAbstractTableModel>
 #include <QString>
@@ -10,7 +10,7 @@
 namespace hone::views {
 
 /// "a, b, c": a list of tags or names as the knowledge panels show it.
-QString joinedList(const std::vector<std::string>& items);
+QString joinedList(const QStringList& items);
 
 /// The live documents of a knowledge base, one row each.
 class KbDocumentsModel : public QAbstractTableModel {
@@ -19,11 +19,11 @@ public:
     enum Column { Title, Kind, Tags, Chunks, Added, Source, ColumnCount };
     enum Role { UidRole = Qt::UserRole + 1, DocIdRole };
 
-    explicit KbDocumentsModel(knowledge::KnowledgeBase* kb, QObject* parent = nullptr);
-    void setKnowledgeBase(knowledge::KnowledgeBase* kb);
+    explicit KbDocumentsModel(KnowledgeAccess* kb, QObject* parent = nullptr);
+    void setKnowledgeBase(KnowledgeAccess* kb);
     /// Re-reads the documents (after an import, a tag edit or a removal).
     void reload();
-    const knowledge::DocumentInfo* document(int row) const;
+    const KbDocument* document(int row) const;
     /// The row of the live document `uid`, or -1.
     int rowOf(const QString& uid) const;
 
@@ -33,8 +33,8 @@ public:
     QVariant headerData(int section, Qt::Orientation orientation, int role = Qt::DisplayRole) const override;
 
 private:
-    knowledge::KnowledgeBase* m_kb;
-    std::vector<knowledge::DocumentInfo> m_docs;
+    KnowledgeAccess* m_kb;
+    std::vector<KbDocument> m_docs;
 };
 
 } // namespace hone::views

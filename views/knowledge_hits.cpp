@@ -1,7 +1,6 @@
 #include "views/knowledge_hits.h"
 
 #include "core/problem_spec.h"
-#include "knowledge/skills.h"
 
 #include <QAbstractTextDocumentLayout>
 #include <QApplication>
@@ -18,65 +17,16 @@
 #include <QVBoxLayout>
 
 #include <algorithm>
-#include <map>
 
 namespace hone::views {
-
-namespace kb = hone::knowledge;
 
 namespace {
 
 constexpr int kSuggestions = 5; // a few more than the LLM's top 3, to show what is near
-constexpr int kExplainPool = 60; // hits re-retrieved to explain recorded ones
 
 QString qs(const std::string& s)
 {
     return QString::fromStdString(s);
-}
-
-QString pagesText(int first, int last)
-{
-    if (first <= 0)
-        return {};
-    return first == last ? QStringLiteral("p. %1").arg(first)
-                         : QStringLiteral("pp. %1-%2").arg(first).arg(last);
-}
-
-/// The tags of `doc` that made it eligible for (or ranked it higher in) a query.
-QStringList tagMatches(const kb::DocumentInfo& doc, const kb::RetrievalSignals& s)
-{
-    QStringList out;
-    const auto& fam = doc.tags.family;
-    if (!s.family.empty() && std::find(fam.begin(), fam.end(), s.family) != fam.end())
-        out << QStringLiteral("family ") + qs(s.family);
-    if (!s.arch.empty()) {
-        if (doc.tags.arch.empty()) {
-            out << QStringLiteral("arch any");
-        } else {
-            for (const auto& a : kb::compatibleArchs(s.arch))
-                if (std::find(doc.tags.arch.begin(), doc.tags.arch.end(), a) != doc.tags.arch.end()) {
-                    out << QStringLiteral("arch ") + qs(a);
-                    break;
-                }
-        }
-    }
-    out << QStringLiteral("platform ") + qs(doc.tags.platform);
-    return out;
-}
-
-/// Query words of `plan` that occur in `text` (a stand-in for FTS5's highlight when the chunk
-/// is no longer indexed).
-QStringList termsIn(const kb::QueryPlan& plan, const QString& text)
-{
-    QStringList out;
-    const QString lower = text.toLower();
-    for (const auto& t : plan.terms) {
-        const QString w = qs(t.word).toLower();
-        if (!w.isEmpty() && !out.contains(w)
-            && lower.contains(QRegularExpression(QStringLiteral("\\b") + QRegularExpression::escape(w))))
-            out << w;
-    }
-    return out;
 }
 
 QString plainOf(const QString& html)
@@ -288,32 +238,10 @@ QString highlightTerms(const QString& text, const QStringList& terms, int width)
     return out;
 }
 
-KnowledgeHitRow hitRow(const kb::Hit& hit, int rank, const kb::KnowledgeBase& base)
-{
-    KnowledgeHitRow r;
-    r.chunkId = hit.chunkId;
-    r.docId = hit.docId;
-    r.rank = rank;
-    r.uid = qs(hit.uid);
-    r.title = qs(hit.title);
-    r.section = qs(hit.heading);
-    const QString pages = pagesText(hit.pageFirst, hit.pageLast);
-    if (!pages.isEmpty())
-        r.section += QStringLiteral(" (") + pages + QStringLiteral(")");
-    for (const auto& t : hit.matchedTerms)
-        r.matchedTerms << qs(t);
-    r.score = hit.score;
-    const auto chunk = base.chunk(hit.chunkId);
-    r.snippetHtml = highlightTerms(chunk ? qs(chunk->body) : qs(hit.snippet), r.matchedTerms, 220);
-    r.why = QStringLiteral("rank %1; ").arg(rank) + qs(hit.reason) + QStringLiteral("; category ")
-        + QString::fromLatin1(kb::categoryName(hit.category));
-    return r;
-}
-
 // ---- KnowledgeHits ------------------------------------------------------------------------
 
 KnowledgeHits::KnowledgeHits(
-    SessionData* session, Selection* selection, kb::KnowledgeBase* base, QWidget* parent)
+    SessionData* session, Selection* selection, KnowledgeAccess* base, QWidget* parent)
     : QWidget(parent)
     , m_data(session)
     , m_selection(selection)
@@ -383,7 +311,7 @@ KnowledgeHits::KnowledgeHits(
     refresh();
 }
 
-void KnowledgeHits::setKnowledgeBase(kb::KnowledgeBase* base)
+void KnowledgeHits::setKnowledgeBase(KnowledgeAccess* base)
 {
     m_kb = base;
     refresh();
@@ -425,90 +353,18 @@ QString KnowledgeHits::problemFamily() const
     return m_family;
 }
 
-kb::RetrievalSignals KnowledgeHits::retrievalFor(const NodeInfo& node) const
+core::KnowledgeQuery KnowledgeHits::retrievalFor(const NodeInfo& node) const
 {
-    kb::RetrievalSignals s;
-    s.family = problemFamily().toStdString();
-    kb::SessionDump where;
-    where.target = m_data ? m_data->target().toStdString() : std::string();
-    where.device = m_data ? m_data->device().toStdString() : std::string();
+    core::KnowledgeQuery q;
+    q.family = problemFamily().toStdString();
+    q.target = m_data ? m_data->target().toStdString() : std::string();
+    q.device = m_data ? m_data->device().toStdString() : std::string();
     if (node.result && node.result->environment)
-        where.device = node.result->environment->device;
-    s.arch = kb::sessionArch(where);
-    s.platform = where.target;
-    s.bound = node.bound.toStdString();
-    if (node.failureKind == QLatin1String("compile_error"))
-        s.compileError = node.failureMessage.toStdString();
-    else if (!node.failureMessage.isEmpty())
-        s.evidence = node.failureKind.toStdString() + ": " + node.failureMessage.toStdString();
-    return s;
-}
-
-std::vector<KnowledgeHitRow> KnowledgeHits::recordedRows(const std::vector<kb::HitRecord>& records) const
-{
-    // Re-run each recorded query once: FTS5 then says which words matched, exactly as it did
-    // when the hits were retrieved (as long as the chunk is still indexed).
-    std::map<std::string, std::map<int64_t, kb::Hit>> explained;
-    for (const auto& rec : records) {
-        if (explained.count(rec.query))
-            continue;
-        auto& byChunk = explained[rec.query];
-        try {
-            for (auto& h : m_kb->retrieve(kb::parseRecordedQuery(rec.query), kExplainPool))
-                byChunk.emplace(h.chunkId, std::move(h));
-        } catch (const std::exception&) {
-            // An unexplained hit is still shown, with the words found in its text.
-        }
-    }
-    std::vector<KnowledgeHitRow> rows;
-    for (const auto& rec : records) {
-        KnowledgeHitRow r;
-        r.chunkId = rec.chunkId;
-        r.rank = rec.rank;
-        r.score = rec.score;
-        const auto chunk = m_kb->chunk(rec.chunkId);
-        if (!chunk) {
-            r.title = QStringLiteral("(chunk #%1 is no longer stored)").arg(rec.chunkId);
-            r.why = QStringLiteral("rank %1; query %2").arg(rec.rank).arg(qs(rec.query));
-            rows.push_back(std::move(r));
-            continue;
-        }
-        r.docId = chunk->docId;
-        const auto doc = m_kb->document("#" + std::to_string(chunk->docId));
-        r.uid = doc ? qs(doc->uid) : QString();
-        r.title = doc ? qs(doc->title) : QStringLiteral("document #%1").arg(chunk->docId);
-        r.section = qs(chunk->heading);
-        const QString pages = pagesText(chunk->pageFirst, chunk->pageLast);
-        if (!pages.isEmpty())
-            r.section += QStringLiteral(" (") + pages + QStringLiteral(")");
-        const kb::RetrievalSignals s = kb::parseRecordedQuery(rec.query);
-        const auto& byChunk = explained[rec.query];
-        if (auto it = byChunk.find(rec.chunkId); it != byChunk.end()) {
-            for (const auto& t : it->second.matchedTerms)
-                r.matchedTerms << qs(t);
-        } else {
-            r.matchedTerms = termsIn(kb::planQuery(s), qs(chunk->heading + "\n" + chunk->body));
-        }
-        r.snippetHtml = highlightTerms(qs(chunk->body), r.matchedTerms, 220);
-        QStringList why;
-        why << QStringLiteral("rank %1 of %2").arg(rec.rank).arg(records.size());
-        why << QStringLiteral("matched: ")
-                + (r.matchedTerms.isEmpty() ? QStringLiteral("title or tags")
-                                            : r.matchedTerms.join(QStringLiteral(", ")));
-        if (doc) {
-            why << QStringLiteral("tags: ") + tagMatches(*doc, s).join(QStringLiteral(", "));
-            why << QStringLiteral("category ") + QString::fromLatin1(kb::categoryName(doc->category));
-            if (!doc->live())
-                why << QStringLiteral("document since updated or removed");
-        }
-        if (rec.beatParent)
-            why << (*rec.beatParent ? QStringLiteral("the candidate beat its parent")
-                                    : QStringLiteral("the candidate did not beat its parent"));
-        why << QStringLiteral("query ") + qs(rec.query);
-        r.why = why.join(QStringLiteral("; "));
-        rows.push_back(std::move(r));
-    }
-    return rows;
+        q.device = node.result->environment->device;
+    q.bound = node.bound.toStdString();
+    q.failureKind = node.failureKind.toStdString();
+    q.failureMessage = node.failureMessage.toStdString();
+    return q;
 }
 
 QString KnowledgeHits::shownKey() const
@@ -540,23 +396,22 @@ void KnowledgeHits::refresh()
         return;
     }
     try {
-        const auto records = m_kb->hits(m_data->sessionId(), node->id);
-        if (!records.empty()) {
+        KbRecordedHits recorded = m_kb->recordedHits(m_data->sessionId(), node->id);
+        if (!recorded.rows.empty()) {
             m_mode = Mode::Recorded;
             m_emptyReason.clear();
             m_heading->setText(QStringLiteral("<b>Used by this candidate</b>: %1 chunk(s) given to the model "
                                               "for node %2 (query: %3)")
-                                   .arg(records.size())
+                                   .arg(recorded.rows.size())
                                    .arg(node->id)
-                                   .arg(qs(records.front().query).toHtmlEscaped()));
-            m_model->setRows(recordedRows(records));
+                                   .arg(recorded.query.toHtmlEscaped()));
+            m_model->setRows(std::move(recorded.rows));
             m_viewer->clear();
             m_stack->setCurrentIndex(1);
             return;
         }
-        const kb::RetrievalSignals s = retrievalFor(*node);
-        const kb::QueryPlan plan = kb::planQuery(s);
-        const QString what = qs(plan.describe());
+        KbSuggestion suggestion = m_kb->suggest(retrievalFor(*node), kSuggestions);
+        const QString what = suggestion.query;
         m_heading->setText(QStringLiteral("<b>Suggested for this diagnosis (not used by this candidate)</b>: "
                                           "node %1 has no recorded hits; retrieval for %2")
                                .arg(node->id)
@@ -565,35 +420,22 @@ void KnowledgeHits::refresh()
             showEmpty(Mode::NoHits,
                 QStringLiteral("No hits: the knowledge base %1 holds no documents. Import some in the "
                                "Knowledge curator (Import… or drop files on it).")
-                    .arg(qs(m_kb->path().string())));
+                    .arg(m_kb->location()));
             return;
         }
-        const auto hits = m_kb->retrieve(s, kSuggestions);
-        if (hits.empty()) {
+        if (suggestion.rows.empty()) {
             showEmpty(Mode::NoHits,
                 QStringLiteral(
                     "No hits: node %1 has no recorded hits, and no document in %2 matches its "
                     "diagnosis (%3). Add documents for this family, arch or bound in the Knowledge "
                     "curator.")
                     .arg(node->id)
-                    .arg(qs(m_kb->path().string()), what));
+                    .arg(m_kb->location(), what));
             return;
-        }
-        std::vector<KnowledgeHitRow> rows;
-        for (size_t i = 0; i < hits.size(); ++i) {
-            KnowledgeHitRow r = hitRow(hits[i], static_cast<int>(i) + 1, *m_kb);
-            if (const auto doc = m_kb->document("#" + std::to_string(hits[i].docId))) {
-                r.why = QStringLiteral("rank %1 of %2; matched: ").arg(i + 1).arg(hits.size())
-                    + (r.matchedTerms.isEmpty() ? QStringLiteral("title or tags")
-                                                : r.matchedTerms.join(QStringLiteral(", ")))
-                    + QStringLiteral("; tags: ") + tagMatches(*doc, s).join(QStringLiteral(", "))
-                    + QStringLiteral("; category ") + QString::fromLatin1(kb::categoryName(doc->category));
-            }
-            rows.push_back(std::move(r));
         }
         m_mode = Mode::Suggested;
         m_emptyReason.clear();
-        m_model->setRows(std::move(rows));
+        m_model->setRows(std::move(suggestion.rows));
         m_viewer->clear();
         m_stack->setCurrentIndex(1);
     } catch (const std::exception& e) {
@@ -609,9 +451,8 @@ void KnowledgeHits::openChunk(int row)
         return;
     const auto chunk = m_kb->chunk(h->chunkId);
     if (!chunk) {
-        m_viewer->setPlainText(QStringLiteral("Chunk #%1 is no longer stored in %2.")
-                                   .arg(h->chunkId)
-                                   .arg(qs(m_kb->path().string())));
+        m_viewer->setPlainText(
+            QStringLiteral("Chunk #%1 is no longer stored in %2.").arg(h->chunkId).arg(m_kb->location()));
         return;
     }
     QString html = QStringLiteral("<h3>") + h->title.toHtmlEscaped() + QStringLiteral("</h3><p><i>")
@@ -619,7 +460,7 @@ void KnowledgeHits::openChunk(int row)
     if (!h->uid.isEmpty())
         html += QStringLiteral(" — ") + h->uid.toHtmlEscaped();
     html += QStringLiteral("</i></p><pre style=\"white-space: pre-wrap\">")
-        + highlightTerms(qs(chunk->body), h->matchedTerms) + QStringLiteral("</pre>");
+        + highlightTerms(chunk->body, h->matchedTerms) + QStringLiteral("</pre>");
     m_viewer->setHtml(html);
 }
 

@@ -1,6 +1,6 @@
 #pragma once
 
-#include "knowledge/knowledge_base.h"
+#include "views/knowledge_access.h"
 #include "views/session_data.h"
 
 #include <QAbstractTableModel>
@@ -16,20 +16,6 @@ class QTableView;
 class QTextBrowser;
 
 namespace hone::views {
-
-/// One retrieved chunk as a hits table shows it, with the reasons it was retrieved.
-struct KnowledgeHitRow {
-    qint64 chunkId = 0;
-    qint64 docId = 0;
-    int rank = 0;
-    QString title;
-    QString section; // the chunk's heading path
-    QString snippetHtml; // an excerpt with the matched terms in <b>
-    double score = 0;
-    QString why; // "rank 2; matched: bandwidth, coalescing; tags: family softmax, platform any; ..."
-    QStringList matchedTerms;
-    QString uid;
-};
 
 /// Rows of retrieved chunks (the hits panel, the curator's search results).
 class KnowledgeHitsModel : public QAbstractTableModel {
@@ -66,9 +52,6 @@ public:
 /// whitespace collapsed and "…" where it was cut.
 QString highlightTerms(const QString& text, const QStringList& terms, int width = 0);
 
-/// A hit of KnowledgeBase::search/retrieve as a table row (rank from 1).
-KnowledgeHitRow hitRow(const knowledge::Hit& hit, int rank, const knowledge::KnowledgeBase& kb);
-
 /// The knowledge behind the selected candidate: the chunks the LLM synthesizer was given for it
 /// (recorded hits), or, for a candidate built without knowledge, what retrieval suggests for
 /// its diagnosis. Double-click a row to read the whole chunk.
@@ -78,9 +61,9 @@ public:
     enum class Mode { NoKnowledgeBase, NoSelection, Recorded, Suggested, NoHits };
 
     KnowledgeHits(
-        SessionData* session, Selection* selection, knowledge::KnowledgeBase* kb, QWidget* parent = nullptr);
+        SessionData* session, Selection* selection, KnowledgeAccess* kb, QWidget* parent = nullptr);
 
-    void setKnowledgeBase(knowledge::KnowledgeBase* kb);
+    void setKnowledgeBase(KnowledgeAccess* kb);
     Mode mode() const { return m_mode; }
     /// The line above the table: what the rows are ("Used by this candidate..." or
     /// "Suggested for this diagnosis (not used by this candidate)...").
@@ -91,9 +74,9 @@ public:
     /// The chunk viewer's text (plain).
     QString viewerText() const;
 
-    /// The retrieval query the engine would build for `node`'s diagnosis (as app/kb_source.cpp
-    /// does): the problem's family, the device arch, the bound, the failure text.
-    knowledge::RetrievalSignals retrievalFor(const NodeInfo& node) const;
+    /// What the engine would ask the knowledge base for `node`'s diagnosis (the query
+    /// app/kb_source.cpp gets): the problem's family, target and device, the bound, the failure.
+    core::KnowledgeQuery retrievalFor(const NodeInfo& node) const;
 
 public slots:
     /// Re-reads the hits of the selected node (after the knowledge base changed).
@@ -103,13 +86,12 @@ public slots:
 
 private:
     void showEmpty(Mode mode, const QString& reason);
-    std::vector<KnowledgeHitRow> recordedRows(const std::vector<knowledge::HitRecord>& records) const;
     QString problemFamily() const;
     QString shownKey() const;
 
     SessionData* m_data;
     Selection* m_selection;
-    knowledge::KnowledgeBase* m_kb;
+    KnowledgeAccess* m_kb;
     KnowledgeHitsModel* m_model;
     QLabel* m_heading;
     QLabel* m_empty;

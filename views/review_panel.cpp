@@ -489,28 +489,54 @@ bool ReviewPanel::reject()
     const NodeInfo* n = decisionTarget(reviewer);
     if (!n)
         return false;
-    const QString note = m_note->toPlainText().trimmed();
-    const qint64 id = n->id;
-    try {
-        core::ApprovalRecord rec;
-        rec.nodeId = id;
-        rec.decision = "rejected";
-        rec.reviewer = reviewer.toStdString();
-        rec.note = note.toStdString();
-        rec.evidence = core::buildEvidence(*m_store, m_data->sessionId(), id);
-        rec.evidence["review"] = {{"decision", "rejected"}, {"reviewer", rec.reviewer}, {"note", rec.note}};
-        m_store->insertApproval(m_data->sessionId(), rec);
-    } catch (const std::exception& e) {
-        showMessage(tr("Rejection of node %1 not recorded: %2").arg(id).arg(QString::fromUtf8(e.what())), true);
+    if (m_busy) {
+        showMessage(tr("A review is still being recorded: wait for it, then reject."), true);
         return false;
     }
-    showMessage(tr("Rejected by %1; the reason goes to the search as a hint.").arg(reviewer), false);
-    m_note->clear();
-    refreshHistory();
-    const QString hint = tr("Rejected by %1: %2").arg(reviewer, note.isEmpty() ? tr("(no reason given)") : note);
-    if (m_actions)
-        emit m_actions->hintRequested(id, hint);
-    emit rejected(id);
+    const QString note = m_note->toPlainText().trimmed();
+    const qint64 id = n->id;
+    const qint64 session = m_data->sessionId();
+    const std::filesystem::path storePath = m_store->path();
+    core::ApprovalRecord rec;
+    rec.nodeId = id;
+    rec.decision = "rejected";
+    rec.reviewer = reviewer.toStdString();
+    rec.note = note.toStdString();
+    // The evidence reads and the row is written through a Store of its own on the same file
+    // (one Store per thread, core/store.h), as an approval's export is: the GUI thread's stays
+    // untouched and the panel stays responsive on a slow disk.
+    auto work = [storePath, session, rec]() mutable {
+        try {
+            core::Store store(storePath);
+            rec.evidence = core::buildEvidence(store, session, rec.nodeId);
+            rec.evidence["review"] = {{"decision", "rejected"}, {"reviewer", rec.reviewer}, {"note", rec.note}};
+            store.insertApproval(session, rec);
+        } catch (const std::exception& e) {
+            return std::string(e.what());
+        }
+        return std::string();
+    };
+    auto* watcher = new QFutureWatcher<std::string>(this);
+    connect(watcher, &QFutureWatcher<std::string>::finished, this, [this, watcher, id, reviewer, note] {
+        const std::string error = watcher->result();
+        watcher->deleteLater();
+        setBusy(false);
+        if (!error.empty()) {
+            showMessage(tr("Rejection of node %1 not recorded: %2").arg(id).arg(QString::fromStdString(error)), true);
+            return;
+        }
+        showMessage(tr("Rejected by %1; the reason goes to the search as a hint.").arg(reviewer), false);
+        m_note->clear();
+        refreshHistory();
+        const QString hint
+            = tr("Rejected by %1: %2").arg(reviewer, note.isEmpty() ? tr("(no reason given)") : note);
+        if (m_actions)
+            emit m_actions->hintRequested(id, hint);
+        emit rejected(id);
+    });
+    setBusy(true);
+    showMessage(tr("Recording the rejection of node %1…").arg(id), false);
+    watcher->setFuture(QtConcurrent::run(std::move(work)));
     return true;
 }
 

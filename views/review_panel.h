@@ -75,7 +75,7 @@ public:
     static constexpr int kMinJustification = 10;
     QPushButton* approveButton() const { return m_approve; }
     QPushButton* rejectButton() const { return m_reject; }
-    /// True while an approval's export runs.
+    /// True while a review is being recorded (an approval's export, a rejection's row).
     bool busy() const { return m_busy; }
 
 public slots:
@@ -85,7 +85,8 @@ public slots:
     /// message()) follows when it is done. False, with the reason in message(), when it cannot
     /// start.
     bool approve();
-    /// Record the rejection and ask for the reason as a hint. False when it cannot.
+    /// Records the rejection on a worker thread; rejected() and the reason as a hint follow when
+    /// the row is written (or an error in message()). False, with the reason, when it cannot start.
     bool reject();
 
 signals:

@@ -2,6 +2,7 @@
 #include "app/session.h"
 
 #include "app/workbench/edit_dialog.h"
+#include "app/workbench/kb_access.h"
 #include "app/workbench/launcher.h"
 #include "core/store.h"
 #include "knowledge/corpus.h"
@@ -95,8 +96,10 @@ MainWindow::MainWindow(WorkbenchConfig config, QWidget* parent)
     m_roofline = new views::RooflinePlot(&m_data, &m_selection, this);
     m_occupancy = new views::OccupancyPlot(&m_data, &m_selection, this);
     m_progress = new views::ProgressPlot(&m_data, this);
-    m_hits = new views::KnowledgeHits(&m_data, &m_selection, m_kb.get(), this);
-    m_curator = new views::KbCurator(m_kb.get(), this);
+    if (m_kb)
+        m_kbAccess = std::make_unique<KbAccess>(*m_kb);
+    m_hits = new views::KnowledgeHits(&m_data, &m_selection, m_kbAccess.get(), this);
+    m_curator = new views::KbCurator(m_kbAccess.get(), this);
     m_curator->setCorpusDir(QString::fromStdString(knowledge::bundledCorpusDir().string()));
     m_review = new views::ReviewPanel(&m_data, &m_selection, &m_actions, this);
     m_review->setStore(m_store.get());

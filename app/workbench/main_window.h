@@ -28,6 +28,7 @@ class TreeView;
 
 namespace hone::app {
 
+class KbAccess;
 class Launcher;
 
 struct WorkbenchConfig {
@@ -99,6 +100,7 @@ private:
     WorkbenchConfig m_config;
     std::unique_ptr<core::Store> m_store; // the GUI thread's own connection
     std::unique_ptr<knowledge::KnowledgeBase> m_kb;
+    std::unique_ptr<KbAccess> m_kbAccess; // the knowledge panels' view of m_kb
     views::SessionData m_data;
     views::Selection m_selection;
     views::NodeActions m_actions;

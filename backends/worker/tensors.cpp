@@ -22,7 +22,6 @@ constexpr uint16_t kPoisonBF16 = 0x7FC1u;
 constexpr unsigned char kPoisonByte = 0xA5;
 
 using hone_draws::fnv1a;
-using hone_draws::splitmix64;
 
 double number(const nlohmann::json& init, const char* key, double fallback)
 {
@@ -309,10 +308,7 @@ void parallelFor(size_t n, const std::function<void(size_t, size_t)>& body, size
 
 void HostTensor::fill(uint64_t seed, const std::string& shapeLabel, size_t tensorIndex)
 {
-    uint64_t mix
-        = seed ^ fnv1a(shapeLabel.data(), shapeLabel.size()) ^ (0xD1B54A32D192ED03ull * (tensorIndex + 1));
-    const uint64_t key = splitmix64(mix);
-    Rng rng(key);
+    const uint64_t key = hone_draws::streamKey(seed, shapeLabel.data(), shapeLabel.size(), tensorIndex);
     const nlohmann::json& init = m_desc.init;
     std::string dist = "normal";
     if (init.is_object() && init.contains("dist")) {
@@ -401,14 +397,7 @@ void HostTensor::fill(uint64_t seed, const std::string& shapeLabel, size_t tenso
             const int64_t total = integerBound(required(init, "total", dist), "total", dist);
             if (total < 0)
                 throw RequestError("init 'offsets' needs total >= 0");
-            // Sorted, first 0, last `total`: random cut points give random segment lengths.
-            std::vector<int64_t> cuts(n, 0);
-            if (n >= 2) {
-                cuts[n - 1] = total;
-                for (size_t i = 1; i + 1 < n; ++i)
-                    cuts[i] = rng.below(total + 1);
-                std::sort(cuts.begin() + 1, cuts.end() - 1);
-            }
+            const std::vector<int64_t> cuts = hone_draws::offsetCuts(key, n, total);
             for (size_t i = 0; i < n; ++i)
                 store(i, static_cast<double>(cuts[i]));
             return;

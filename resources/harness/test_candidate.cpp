@@ -51,11 +51,8 @@ struct ShapeDef {
 #include "shapes.inc"
 
 using hone_draws::belowAt;
-using hone_draws::fnv1a;
 using hone_draws::normalAt;
-using hone_draws::splitmix64;
 using hone_draws::uniformAt;
-using Rng = hone_draws::Xoshiro256;
 
 size_t dtypeSize(int t)
 {
@@ -178,19 +175,10 @@ struct Buffer {
 
 void fill(Buffer& buf, const TensorDef& t, uint64_t seed, const std::string& label, size_t index)
 {
-    uint64_t mix = seed ^ fnv1a(label.data(), label.size()) ^ (0xD1B54A32D192ED03ull * (index + 1));
-    const uint64_t key = splitmix64(mix);
+    const uint64_t key = hone_draws::streamKey(seed, label.data(), label.size(), index);
     const size_t n = buf.numel;
     if (t.dist == kOffsets) { // sorted, first 0, last `total`
-        const int64_t total = static_cast<int64_t>(t.a);
-        Rng rng(key);
-        std::vector<int64_t> cuts(n, 0);
-        if (n >= 2) {
-            cuts[n - 1] = total;
-            for (size_t i = 1; i + 1 < n; ++i)
-                cuts[i] = rng.below(total + 1);
-            std::sort(cuts.begin() + 1, cuts.end() - 1);
-        }
+        const std::vector<int64_t> cuts = hone_draws::offsetCuts(key, n, static_cast<int64_t>(t.a));
         for (size_t i = 0; i < n; ++i)
             buf.set(i, static_cast<double>(cuts[i]));
         return;

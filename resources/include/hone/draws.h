@@ -8,10 +8,12 @@
 // be generated on its own thread and the values never depend on the split. Sequential choices
 // (offsets, sorted draws) use xoshiro256** seeded through splitmix64.
 
+#include <algorithm>
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
 #include <limits>
+#include <vector>
 
 namespace hone_draws {
 
@@ -102,5 +104,28 @@ struct Xoshiro256 {
         return static_cast<int64_t>(x % un);
     }
 };
+
+/// The stream key of input `index` of a shape (`label`, "small[0]") for `seed`: every tensor of
+/// every shape draws from its own stream.
+inline uint64_t streamKey(uint64_t seed, const char* label, size_t labelSize, size_t index)
+{
+    uint64_t mix = seed ^ fnv1a(label, labelSize) ^ (0xD1B54A32D192ED03ull * (index + 1));
+    return splitmix64(mix);
+}
+
+/// The `offsets` init: `n` boundaries, sorted, first 0, last `total`; random cut points give
+/// random segment lengths.
+inline std::vector<int64_t> offsetCuts(uint64_t key, size_t n, int64_t total)
+{
+    Xoshiro256 rng(key);
+    std::vector<int64_t> cuts(n, 0);
+    if (n >= 2) {
+        cuts[n - 1] = total;
+        for (size_t i = 1; i + 1 < n; ++i)
+            cuts[i] = rng.below(total + 1);
+        std::sort(cuts.begin() + 1, cuts.end() - 1);
+    }
+    return cuts;
+}
 
 } // namespace hone_draws
