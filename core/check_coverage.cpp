@@ -3,6 +3,7 @@
 #include "resources/include/hone/draws.h"
 
 #include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <optional>
 
@@ -109,9 +110,16 @@ ShapeTemplate::Tensor tensorFromJson(const json& j, const std::string& where, bo
     if (!dims.is_array())
         bad(where + ".shape", "is not an array");
     for (const auto& d : dims) {
-        if (!d.is_string() || d.get<std::string>().empty())
-            bad(where + ".shape", "holds a value that is not a symbol or extent string");
-        t.dims.push_back(d.get<std::string>());
+        const std::string text = d.is_string() ? d.get<std::string>() : std::string();
+        // A symbol (an identifier), or a fixed extent as decimal digits that fit an int64.
+        const bool extent = !text.empty() && text.size() <= 18
+            && std::all_of(text.begin(), text.end(), [](char c) { return c >= '0' && c <= '9'; });
+        const bool symbol = !text.empty() && !std::isdigit(static_cast<unsigned char>(text[0]))
+            && std::all_of(text.begin(), text.end(),
+                [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; });
+        if (!extent && !symbol)
+            bad(where + ".shape", "holds a value that is not a symbol or an extent string");
+        t.dims.push_back(text);
     }
     if (input) {
         const json& init = need(j, "init", where);

@@ -66,13 +66,12 @@ private:
         throw ProblemError(m_file, pos.line, pos.column, path, message, expected);
     }
 
-    void checkKeys(const toml::table& t, Pos pos, const std::string& path, const std::vector<std::string>& allowed) const
+    void checkKeys(const toml::table& t, const std::string& path, const std::vector<std::string>& allowed) const
     {
         for (auto&& [k, v] : t)
             if (std::find(allowed.begin(), allowed.end(), k.str()) == allowed.end())
                 fail(keyPos(k), path + "." + std::string(k.str()), "unknown key '" + std::string(k.str()) + "'",
                     "one of " + join(allowed));
-        (void)pos;
     }
 
     int64_t extent(const toml::node& n, Pos pos, const std::string& path) const
@@ -135,7 +134,7 @@ void CheckReader::readRanges(const toml::node& n, Pos pos, CheckCoverage& c)
             r.min = extent(*a->get(0), p, f + "[0]");
             r.max = extent(*a->get(1), p, f + "[1]");
         } else if (const auto* t = v.as_table()) {
-            checkKeys(*t, p, f, { "min", "max", "multiple_of" });
+            checkKeys(*t, f, { "min", "max", "multiple_of" });
             for (const char* key : { "min", "max" })
                 if (!t->get(key))
                     fail(p, f + "." + key, "missing required key", rangeExpected);
@@ -209,7 +208,7 @@ void CheckReader::readDistributions(const toml::node& n, Pos pos, CheckCoverage&
         if (!arr.get(i)->is_table())
             fail(p, f, "found " + kind(*arr.get(i)), expected);
         const toml::table& t = *arr.get(i)->as_table();
-        checkKeys(t, p, f, { "name", "inputs", "scale", "shift", "sign", "constant" });
+        checkKeys(t, f, { "name", "inputs", "scale", "shift", "sign", "constant" });
         CheckDistribution d;
         const toml::node* name = t.get("name");
         if (!name || !name->is_string() || !isName(name->as_string()->get()))
@@ -282,7 +281,7 @@ CheckCoverage CheckReader::read(const toml::node& node)
         fail(posOf(node, Pos {}), "check", "found " + kind(node), tableExpected);
     const toml::table& t = *node.as_table();
     const Pos pos = posOf(node, Pos {});
-    checkKeys(t, pos, "check", { "shapes", "ranges", "require", "distributions" });
+    checkKeys(t, "check", { "shapes", "ranges", "require", "distributions" });
     for (const auto& binding : m_spec.smallShapes)
         for (const auto& [sym, extent] : binding)
             m_symbols.insert(sym);
