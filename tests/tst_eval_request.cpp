@@ -238,6 +238,35 @@ private slots:
         QVERIFY2(requestError(bad).contains("problem.coverage.ranges[0]"), qPrintable(requestError(bad)));
     }
 
+    // Derived symbols and require hold on every drawn shape, and integer inputs stay valid:
+    // offsets run from 0 to L and indices stay below V (the fuzz corpus's coverage request).
+    void drawnShapesKeepIntegerInputsValid()
+    {
+        std::ifstream f(HONE_SOURCE_DIR "/tests/fuzz/corpus/fuzz_eval_request/coverage_embedding_bag_sum");
+        std::stringstream ss;
+        ss << f.rdbuf();
+        nlohmann::json req = nlohmann::json::parse(ss.str());
+        for (int secret = 0; secret < 10; ++secret) {
+            req["secret"] = "0123456789abcdef0123456789abcde" + std::to_string(secret);
+            const EvalRequest r = parseEvalRequest(req);
+            for (const CoverageCheck& c : coverageChecks(r)) {
+                if (c.shape.label.rfind("random[", 0) != 0)
+                    continue;
+                const auto& sym = c.shape.symbols;
+                QCOMPARE(sym.at("B1"), sym.at("B") + 1);
+                QVERIFY(sym.at("L") <= 40 * sym.at("B"));
+                HostTensor indices(c.shape.inputs.at(1));
+                indices.fill(c.seed, c.shape.label, 1);
+                for (size_t i = 0; i < indices.numel(); ++i)
+                    QVERIFY(indices.at(i) >= 0 && indices.at(i) < sym.at("V"));
+                HostTensor offsets(c.shape.inputs.at(2));
+                offsets.fill(c.seed, c.shape.label, 2);
+                QCOMPARE(offsets.at(0), 0.0);
+                QCOMPARE(offsets.at(offsets.numel() - 1), sym.at("L"));
+            }
+        }
+    }
+
     void integerBoundsWithinRangeDraw()
     {
         const HostTensor t = drawn(HONE_I64, { 64 }, { { "dist", "randint" }, { "low", -9e15 }, { "high", 9e15 } });
