@@ -33,7 +33,10 @@ std::vector<CoverageCheck> coverageChecks(const EvalRequest& req)
     if (cov.empty())
         return out;
     uint64_t state = req.coverageSeed;
-    auto nextSeed = [&] { return hone_draws::splitmix64(state) >> 16; }; // small enough to read
+    // Input seeds cycle through the check seeds, from a drawn start: the shapes and the
+    // distribution turn are the secret's, and the result's seed columns stay the check seeds.
+    size_t next = static_cast<size_t>(hone_draws::splitmix64(state) % req.seeds.size());
+    auto nextSeed = [&] { return req.seeds[next++ % req.seeds.size()]; };
 
     for (const auto& d : cov.distributions)
         for (const auto& shape : req.check)
@@ -54,7 +57,8 @@ std::vector<CoverageCheck> coverageChecks(const EvalRequest& req)
     } catch (const std::runtime_error& e) {
         throw RequestError(std::string("problem.coverage: ") + e.what());
     }
-    const size_t turn = cov.distributions.empty() ? 0 : nextSeed() % cov.distributions.size();
+    const size_t turn
+        = cov.distributions.empty() ? 0 : static_cast<size_t>(hone_draws::splitmix64(state) % cov.distributions.size());
     for (size_t i = 0; i < drawn.size(); ++i) {
         const std::string label = "random[" + std::to_string(i) + "] (" + core::symbolsText(drawn[i]) + ")";
         nlohmann::json resolved;
