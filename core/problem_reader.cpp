@@ -1,5 +1,6 @@
 #include "core/problem_reader.h"
 
+#include "core/problem_check.h"
 #include "core/shape_trace.h"
 
 #include <toml++/toml.h>
@@ -230,7 +231,7 @@ ParsedProblem Reader::read(std::string_view text)
     }
     checkKeys(root, "",
         { "name", "family", "description", "baseline", "inputs", "outputs", "params", "shapes", "cost",
-            "tolerance", "libraries" });
+            "tolerance", "libraries", "check" });
     const Pos rootPos;
     m_spec.name = *getString(root, rootPos, "", "name", true, "a string of [a-z0-9_]+");
     if (!isProblemName(m_spec.name))
@@ -260,6 +261,7 @@ ParsedProblem Reader::read(std::string_view text)
     readLibraries(root);
     checkSymbols();
     checkValues();
+    m_spec.coverage = readCheckSection(root.get("check"), m_file, m_spec);
     parsed.productionText = std::move(m_productionText);
     parsed.spec = std::move(m_spec);
     return parsed;

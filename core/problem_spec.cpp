@@ -67,7 +67,6 @@ void hashPart(std::string& data, const std::string& name, const std::string& con
 
 using detail::indexed;
 using detail::join;
-using detail::toJson;
 
 } // namespace
 
@@ -176,69 +175,43 @@ ProblemSpec loadProblem(const fs::path& dir)
     return spec;
 }
 
-nlohmann::json resolveShape(const ProblemSpec& spec, const ShapeBinding& shape, const std::string& label)
+ShapeTemplate shapeTemplate(const ProblemSpec& spec)
 {
-    const std::string file = spec.dir.empty() ? "problem.toml" : (spec.dir / "problem.toml").string();
-    auto lookup = [&](std::string_view name) -> std::optional<Value> {
-        if (const auto it = shape.find(std::string(name)); it != shape.end())
-            return Value::ofInt(it->second);
-        if (const auto it = spec.params.find(std::string(name)); it != spec.params.end())
-            return Value::ofDouble(it->second);
-        return std::nullopt;
-    };
-    auto eval = [&](const Expr& e, const std::string& path) {
-        try {
-            return e.eval(lookup);
-        } catch (const ExprError& err) {
-            throw ProblemError(file, 1, 1, path, std::string(err.what()) + " with " + label,
-                "an expression valid for every shape");
-        }
-    };
-    auto tensors = [&](const std::vector<TensorSpec>& list, const std::string& key) {
-        nlohmann::json out = nlohmann::json::array();
-        for (size_t i = 0; i < list.size(); ++i) {
-            const TensorSpec& t = list[i];
-            nlohmann::json dims = nlohmann::json::array();
-            for (const Dim& d : t.shape) {
-                if (d.symbol.empty()) {
-                    dims.push_back(d.extent);
-                    continue;
-                }
-                const auto it = shape.find(d.symbol);
-                if (it == shape.end())
-                    throw ProblemError(file, 1, 1, indexed(key, i) + ".shape",
-                        "symbol '" + d.symbol + "' not bound by " + label,
-                        "an extent for every shape symbol");
-                dims.push_back(it->second);
+    ShapeTemplate t;
+    auto tensors = [](const std::vector<TensorSpec>& list, bool input) {
+        std::vector<ShapeTemplate::Tensor> out;
+        for (const TensorSpec& s : list) {
+            ShapeTemplate::Tensor x;
+            x.name = s.name;
+            x.dtype = s.dtype;
+            for (const Dim& d : s.shape)
+                x.dims.push_back(d.symbol.empty() ? std::to_string(d.extent) : d.symbol);
+            if (input) {
+                x.dist = s.init.dist;
+                x.args = s.init.args;
+                x.sorted = s.init.sorted;
             }
-            nlohmann::json j = { { "name", t.name }, { "dtype", dtypeName(t.dtype) }, { "shape", dims } };
-            if (key == "inputs") {
-                nlohmann::json init = { { "dist", t.init.dist } };
-                for (const auto& [name, e] : t.init.args)
-                    init[name] = toJson(eval(e, indexed(key, i) + ".init." + name));
-                if (t.init.sorted)
-                    init["sorted"] = true;
-                j["init"] = init;
-            }
-            out.push_back(std::move(j));
+            out.push_back(std::move(x));
         }
         return out;
     };
-    nlohmann::json symbols = nlohmann::json::object();
-    for (const auto& [sym, extent] : shape)
-        symbols[sym] = extent;
-    nlohmann::json out = {
-        { "label", label },
-        { "symbols", symbols },
-        { "flops", eval(spec.flops, "cost.flops").asDouble() },
-        { "bytes", eval(spec.bytes, "cost.bytes").asDouble() },
-        { "compute", spec.computeUnit },
-        { "inputs", tensors(spec.inputs, "inputs") },
-        { "outputs", tensors(spec.outputs, "outputs") },
-    };
-    if (spec.flopsUnknown)
-        out["flops_unknown"] = true; // the roofline says so (docs/FORMATS.md)
-    return out;
+    t.inputs = tensors(spec.inputs, true);
+    t.outputs = tensors(spec.outputs, false);
+    t.flops = spec.flops;
+    t.bytes = spec.bytes;
+    t.compute = spec.computeUnit;
+    t.flopsUnknown = spec.flopsUnknown;
+    return t;
+}
+
+nlohmann::json resolveShape(const ProblemSpec& spec, const ShapeBinding& shape, const std::string& label)
+{
+    try {
+        return shapeTemplate(spec).resolve(shape, spec.params, label);
+    } catch (const ShapeResolveError& e) {
+        const std::string file = spec.dir.empty() ? "problem.toml" : (spec.dir / "problem.toml").string();
+        throw ProblemError(file, 1, 1, e.path(), e.what(), e.expected());
+    }
 }
 
 nlohmann::json resolveProblem(const ProblemSpec& spec)
@@ -258,7 +231,7 @@ nlohmann::json resolveProblem(const ProblemSpec& spec)
     nlohmann::json reference = { { "lang", spec.referenceLang }, { "source", spec.referenceSource } };
     if (spec.referenceLang == "python")
         reference["name"] = spec.referenceFile();
-    return {
+    nlohmann::json problem = {
         { "name", spec.name },
         { "family", spec.family },
         { "reference", reference },
@@ -268,6 +241,13 @@ nlohmann::json resolveProblem(const ProblemSpec& spec)
         { "check", check },
         { "bench", bench },
     };
+    if (!spec.coverage.empty()) {
+        CheckCoverage coverage = spec.coverage;
+        if (!coverage.ranges.empty())
+            coverage.shape = shapeTemplate(spec);
+        problem["coverage"] = coverage.toJson();
+    }
+    return problem;
 }
 
 } // namespace hone::core

@@ -1,5 +1,6 @@
 #pragma once
 
+#include "core/check_coverage.h"
 #include "core/dtype.h"
 #include "core/expr.h"
 
@@ -57,9 +58,6 @@ struct Tolerance {
     double rtol = 0.0;
 };
 
-/// One entry of a shape set: symbol -> extent.
-using ShapeBinding = std::map<std::string, int64_t>;
-
 struct Seed {
     std::string fileName;                 // "naive.cpp"
     std::string lang;                     // cpp | cuda | hip (from the extension)
@@ -90,6 +88,8 @@ struct ProblemSpec {
     std::string referenceLang = "cpp";    // cpp (reference.cpp) | python (reference.py, PyTorch)
     std::vector<Seed> seeds;              // sorted by file name; may be empty with reference.py
     bool flopsUnknown = false;            // [cost] flops = "unknown": the roofline places bytes only
+    /// `[check]`: extra input distributions and shape ranges for the checks (docs/FORMATS.md).
+    CheckCoverage coverage;
 
     /// Content hash of problem.toml, reference.cpp and the seeds (hex SHA-256).
     std::string contentHash;
@@ -117,8 +117,12 @@ ProblemSpec parseProblemToml(std::string_view text, const std::string& fileName)
 /// bytes, concrete tensor shapes and init numbers. `label` is e.g. "small[1]".
 nlohmann::json resolveShape(const ProblemSpec& spec, const ShapeBinding& shape, const std::string& label);
 
+/// The symbolic tensors and cost of the problem, which `resolveShape` and the worker's
+/// random check shapes resolve.
+ShapeTemplate shapeTemplate(const ProblemSpec& spec);
+
 /// The `problem` object of an eval request: name, reference, params, tolerance, check and
-/// bench shapes.
+/// bench shapes, and `coverage` when the problem has a `[check]` section.
 nlohmann::json resolveProblem(const ProblemSpec& spec);
 
 } // namespace hone::core

@@ -558,3 +558,40 @@ int main(int argc, char** argv)
     ::testing::InitGoogleTest(&argc, argv);
     return gtestExitCode(RUN_ALL_TESTS());
 }
+
+// Input coverage (issue 18, class 9): the ads softmax's [check] distributions and drawn shapes
+// catch what its listed shapes and init do not, on the GPU as on the CPU (tst_coverage).
+static nlohmann::json adsSoftmaxCheck(const char* candidate)
+{
+    const core::ProblemSpec spec = core::loadProblem(hone::core::findResource("problems/ads") / "softmax");
+    const fs::path file = dataDir() / "cuda_coverage" / candidate;
+    nlohmann::json req = core::protocol::makeMessage("eval");
+    req["id"] = std::string(candidate);
+    req["problem"] = core::resolveProblem(spec);
+    req["candidate"] = { { "name", candidate }, { "lang", "cuda" }, { "source", readText(file) },
+        { "knobs", nlohmann::json::object() }, { "flags", "" } };
+    req["stages"] = { "compile", "check" };
+    req["config"] = { { "seeds", { 1, 2, 3 } } };
+    return evaluate(req);
+}
+
+TEST(CudaGpu, SoftmaxWithoutMaxFailsOnLargeOrNegativeInputs)
+{
+    if (!haveGpu())
+        GTEST_SKIP() << noGpuReason();
+    const nlohmann::json r = adsSoftmaxCheck("softmax_no_max.cu");
+    EXPECT_TRUE(failureKind(r) == "nan" || failureKind(r) == "wrong_result") << failureKind(r) << ": " << failureMessage(r);
+    const std::string m = failureMessage(r);
+    EXPECT_TRUE(m.find(" dist large ") != std::string::npos || m.find(" dist negative ") != std::string::npos) << m;
+}
+
+TEST(CudaGpu, KernelForTheListedShapesFailsOnADrawnShape)
+{
+    if (!haveGpu())
+        GTEST_SKIP() << noGpuReason();
+    const nlohmann::json r = adsSoftmaxCheck("softmax_listed_shapes.cu");
+    EXPECT_EQ(failureKind(r), "wrong_result") << failureMessage(r);
+    const std::string m = failureMessage(r);
+    EXPECT_TRUE(m.find("random[") != std::string::npos && m.find("M=") != std::string::npos
+        && m.find("N=") != std::string::npos) << m;
+}

@@ -2,11 +2,13 @@
 // hone_worker_lib: what a request line becomes, the errors that name the bad field, and the
 // inputs fuzz_eval_request found undefined behaviour on.
 
+#include "coverage_checks.h"
 #include "eval_request.h"
 #include "tensors.h"
 
 #include <QtTest>
 
+#include <cmath>
 #include <fstream>
 #include <limits>
 #include <sstream>
@@ -47,6 +49,32 @@ HostTensor drawn(hone_dtype dtype, std::vector<int64_t> shape, const nlohmann::j
     HostTensor t(d);
     t.fill(1, "small[0]", 0);
     return t;
+}
+
+/// realRequest() with a [check] coverage: two distributions, three shapes drawn from ranges.
+nlohmann::json coveredRequest(const std::string& secret)
+{
+    nlohmann::json r = realRequest();
+    r["secret"] = secret;
+    r["problem"]["coverage"] = nlohmann::json::parse(R"({
+        "shapes": 3,
+        "ranges": [ {"symbol": "M", "min": 1, "max": 300, "multiple_of": 1},
+                    {"symbol": "N", "min": 1, "max": 5000, "multiple_of": 1} ],
+        "distributions": [ {"name": "large", "scale": 30}, {"name": "negative", "sign": "negative"} ],
+        "template": {
+            "inputs": [ {"name": "x", "dtype": "f32", "shape": ["M", "N"],
+                         "init": {"dist": "normal", "args": {"mean": "0.0", "std": "3.0"}}} ],
+            "outputs": [ {"name": "y", "dtype": "f32", "shape": ["M", "N"]} ],
+            "flops": "5 * M * N", "bytes": "8 * M * N" } })");
+    return r;
+}
+
+std::vector<std::string> labels(const std::vector<CoverageCheck>& plan)
+{
+    std::vector<std::string> out;
+    for (const auto& c : plan)
+        out.push_back(c.shape.label + " seed " + std::to_string(c.seed));
+    return out;
 }
 
 QString fillError(hone_dtype dtype, std::vector<int64_t> shape, const nlohmann::json& init)
@@ -152,6 +180,91 @@ private slots:
         const QString got = fillError(HONE_I64, { 5 }, nlohmann::json::parse(init.toStdString()));
         QVERIFY2(got.contains(want), qPrintable(got));
         QVERIFY2(got.startsWith("input 'x': "), qPrintable(got));
+    }
+
+    // [check] distributions (issue 18, class 9): transforms on top of the init's draws.
+    void transformsApplyOnTopOfTheInit()
+    {
+        const nlohmann::json init = { { "dist", "normal" }, { "mean", 0.5 }, { "std", 2.0 } };
+        const HostTensor base = drawn(HONE_F32, { 3, 5 }, init);
+        nlohmann::json scaled = init;
+        scaled["transform"] = { { "scale", 30.0 }, { "shift", -1.0 } };
+        const HostTensor large = drawn(HONE_F32, { 3, 5 }, scaled);
+        nlohmann::json negative = init;
+        negative["transform"] = { { "sign", "negative" } };
+        const HostTensor neg = drawn(HONE_F32, { 3, 5 }, negative);
+        nlohmann::json rows = init;
+        rows["transform"] = { { "constant", "rows" } };
+        const HostTensor flat = drawn(HONE_F32, { 3, 5 }, rows);
+        for (size_t i = 0; i < 15; ++i) {
+            QCOMPARE(float(large.at(i)), float(base.at(i) * 30.0 - 1.0));
+            QCOMPARE(neg.at(i), -std::fabs(base.at(i)));
+            QCOMPARE(flat.at(i), base.at(i - i % 5)); // each row is its first value
+        }
+        QVERIFY(fillError(HONE_I64, { 5 }, { { "dist", "randint" }, { "high", 9 }, { "transform", { { "scale", 2 } } } })
+                    .contains("float tensors only"));
+    }
+
+    // Which shapes, seeds and distributions the coverage checks draw comes from the request's
+    // secret (new per request, never in a candidate's process), or from config.coverage_seed.
+    void coverageDrawComesFromTheSecret()
+    {
+        const EvalRequest a = parseEvalRequest(coveredRequest("00000000000000000000000000000001"));
+        const EvalRequest b = parseEvalRequest(coveredRequest("00000000000000000000000000000002"));
+        const auto planA = coverageChecks(a);
+        QCOMPARE(planA.size(), a.check.size() * 2 + 3 * 2); // listed x dists, drawn x (init, one dist)
+        QCOMPARE(labels(coverageChecks(a)), labels(planA)); // a function of the request
+        QVERIFY(labels(coverageChecks(b)) != labels(planA));
+        size_t drawnShapes = 0;
+        for (const auto& c : planA) {
+            const std::string& l = c.shape.label;
+            QVERIFY2(l.find(" dist ") != std::string::npos || l.rfind("random[", 0) == 0, l.c_str());
+            if (l.rfind("random[", 0) == 0 && l.find(" dist ") == std::string::npos) {
+                ++drawnShapes;
+                QVERIFY2(l.find("M=") != std::string::npos && l.find("N=") != std::string::npos, l.c_str());
+                QVERIFY(!c.shape.inputs.at(0).init.contains("transform"));
+            }
+            if (l.find(" dist large") != std::string::npos)
+                QCOMPARE(c.shape.inputs.at(0).init["transform"]["scale"], nlohmann::json(30.0));
+        }
+        QCOMPARE(drawnShapes, size_t(3));
+        nlohmann::json fixed = coveredRequest("00000000000000000000000000000001");
+        fixed["config"]["coverage_seed"] = 77;
+        nlohmann::json fixed2 = coveredRequest("00000000000000000000000000000002");
+        fixed2["config"]["coverage_seed"] = 77;
+        QCOMPARE(labels(coverageChecks(parseEvalRequest(fixed))), labels(coverageChecks(parseEvalRequest(fixed2))));
+        nlohmann::json bad = coveredRequest("x");
+        bad["problem"]["coverage"]["ranges"][0]["max"] = 0;
+        QVERIFY2(requestError(bad).contains("problem.coverage.ranges[0]"), qPrintable(requestError(bad)));
+    }
+
+    // Derived symbols and require hold on every drawn shape, and integer inputs stay valid:
+    // offsets run from 0 to L and indices stay below V (the fuzz corpus's coverage request).
+    void drawnShapesKeepIntegerInputsValid()
+    {
+        std::ifstream f(HONE_SOURCE_DIR "/tests/fuzz/corpus/fuzz_eval_request/coverage_embedding_bag_sum");
+        std::stringstream ss;
+        ss << f.rdbuf();
+        nlohmann::json req = nlohmann::json::parse(ss.str());
+        for (int secret = 0; secret < 10; ++secret) {
+            req["secret"] = "0123456789abcdef0123456789abcde" + std::to_string(secret);
+            const EvalRequest r = parseEvalRequest(req);
+            for (const CoverageCheck& c : coverageChecks(r)) {
+                if (c.shape.label.rfind("random[", 0) != 0)
+                    continue;
+                const auto& sym = c.shape.symbols;
+                QCOMPARE(sym.at("B1"), sym.at("B") + 1);
+                QVERIFY(sym.at("L") <= 40 * sym.at("B"));
+                HostTensor indices(c.shape.inputs.at(1));
+                indices.fill(c.seed, c.shape.label, 1);
+                for (size_t i = 0; i < indices.numel(); ++i)
+                    QVERIFY(indices.at(i) >= 0 && indices.at(i) < sym.at("V"));
+                HostTensor offsets(c.shape.inputs.at(2));
+                offsets.fill(c.seed, c.shape.label, 2);
+                QCOMPARE(offsets.at(0), 0.0);
+                QCOMPARE(offsets.at(offsets.numel() - 1), sym.at("L"));
+            }
+        }
     }
 
     void integerBoundsWithinRangeDraw()

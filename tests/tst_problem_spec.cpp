@@ -261,7 +261,7 @@ bf16 = { atol = 1e-2, rtol = 1e-2 }
         QTest::addRow("unknown top-level key")
             << "description =" << "descripton ="
             << "problem.toml:3:1: field 'descripton': unknown key 'descripton'; expected one of name, family, "
-               "description, baseline, inputs, outputs, params, shapes, cost, tolerance, libraries";
+               "description, baseline, inputs, outputs, params, shapes, cost, tolerance, libraries, check";
         QTest::addRow("duplicate tensor name")
             << "name = \"y\"" << "name = \"x\""
             << "problem.toml:18:8: field 'outputs[0].name': duplicate tensor name 'x' (also inputs[0].name); "
@@ -392,6 +392,114 @@ bf16 = { atol = 1e-2, rtol = 1e-2 }
         }
     }
 
+    // [check] (issue 18, class 9): extra distributions and shape ranges for the checks.
+    void readsCheckSection()
+    {
+        const std::string text = std::string(kGood) + R"(
+[check]
+shapes = 5
+ranges = { M = [1, 64], N = { min = 8, max = 4096, multiple_of = 4 } }
+require = [ "M * N <= 65536" ]
+distributions = [
+  { name = "large", scale = 30.0 },
+  { name = "negative", inputs = ["x"], sign = "negative", shift = -1 },
+  { name = "flat", constant = "rows" },
+]
+)";
+        const ProblemSpec spec = parseProblemToml(text, "problem.toml");
+        const CheckCoverage& c = spec.coverage;
+        QCOMPARE(c.randomShapes, 5);
+        QCOMPARE(c.ranges.size(), size_t(2));
+        QCOMPARE(c.ranges[1].multipleOf, int64_t(4));
+        QCOMPARE(c.distributions.size(), size_t(3));
+        QCOMPARE(c.distributions[0].scale, 30.0);
+        QVERIFY(c.distributions[1].sign == SignTransform::Negative);
+        QCOMPARE(c.distributions[1].shift, -1.0);
+        QVERIFY(c.distributions[2].constant == ConstantTransform::Rows);
+
+        // What the worker gets: the same coverage, with the symbolic shapes to resolve draws with.
+        const nlohmann::json problem = resolveProblem(spec);
+        const CheckCoverage sent = CheckCoverage::fromJson(problem["coverage"], "problem.coverage");
+        QCOMPARE(sent.toJson(), problem["coverage"]);
+        const auto drawn = sent.drawShapes(42, spec.smallShapes, spec.params);
+        QCOMPARE(drawn.size(), size_t(5));
+        QCOMPARE(sent.drawShapes(42, spec.smallShapes, spec.params), drawn); // a function of the seed
+        QVERIFY(sent.drawShapes(43, spec.smallShapes, spec.params) != drawn);
+        for (const auto& b : drawn) {
+            QVERIFY(b.at("M") >= 1 && b.at("M") <= 64);
+            QVERIFY(b.at("N") >= 8 && b.at("N") <= 4096 && b.at("N") % 4 == 0);
+            QVERIFY(b.at("M") * b.at("N") <= 65536);
+            QVERIFY(std::find(spec.smallShapes.begin(), spec.smallShapes.end(), b) == spec.smallShapes.end());
+            // Resolved exactly as the engine resolves a listed shape.
+            QCOMPARE(sent.shape.resolve(b, spec.params, "r"), resolveShape(spec, b, "r"));
+        }
+        QVERIFY(!resolveProblem(parseProblemToml(kGood, "problem.toml")).contains("coverage"));
+    }
+
+    void readsDerivedSymbols()
+    {
+        std::string text = QString::fromUtf8(kGood)
+                               .replace("shape = [\"M\"]\ninit", "shape = [\"M1\"]\ninit")
+                               .replace("{ M = 7, N = 33 }, { M = 64, N = 1000 }", "{ M = 7, M1 = 8, N = 33 }")
+                               .replace("{ M = 4096, N = 2048 }", "{ M = 4096, M1 = 4097, N = 2048 }")
+                               .toStdString();
+        text += "\n[check]\nranges = { M1 = \"M + 1\", M = [1, 9], N = [1, 50] }\n";
+        const ProblemSpec spec = parseProblemToml(text, "problem.toml");
+        QCOMPARE(spec.coverage.randomShapes, 2); // the default with ranges
+        for (const auto& b : spec.coverage.drawShapes(7, spec.smallShapes, spec.params))
+            QCOMPARE(b.at("M1"), b.at("M") + 1);
+    }
+
+    void rejectsBadCheckSection_data()
+    {
+        QTest::addColumn<QString>("check");
+        QTest::addColumn<QString>("message");
+        // kGood ends on line 37; [check] is line 39, the next line 40.
+        // clang-format off
+        QTest::addRow("unknown key") << "ranges = { M = [1, 9], N = [1, 9] }\nshape = 3"
+            << "problem.toml:41:1: field 'check.shape': unknown key 'shape'; expected one of shapes, ranges, require, distributions";
+        QTest::addRow("symbol not in the problem") << "ranges = { M = [1, 9], N = [1, 9], K = [1, 2] }"
+            << "problem.toml:40:36: field 'check.ranges.K': 'K' is not a shape symbol of this problem; expected one of the symbols the small shapes bind (M, N)";
+        QTest::addRow("symbol without a range") << "ranges = { M = [1, 9] }"
+            << "problem.toml:40:10: field 'check.ranges.N': no range for symbol 'N'; expected a range or an expression for every symbol of the listed shapes (M, N)";
+        QTest::addRow("max below min") << "ranges = { M = [9, 1], N = [1, 9] }"
+            << "problem.toml:40:16: field 'check.ranges.M': max 1 is below min 9; expected min <= max";
+        QTest::addRow("zero extent") << "ranges = { M = [0, 9], N = [1, 9] }"
+            << "problem.toml:40:17: field 'check.ranges.M[0]': extent 0 is not positive; expected a positive integer";
+        QTest::addRow("no multiple in the range") << "ranges = { M = [1, 9], N = { min = 5, max = 7, multiple_of = 8 } }"
+            << "problem.toml:40:28: field 'check.ranges.N': no multiple of 8 in [5, 7]; expected a range that holds a multiple of multiple_of";
+        QTest::addRow("shapes without ranges") << "shapes = 3"
+            << "problem.toml:40:10: field 'check.shapes': random shapes without ranges; expected check.ranges = { SYMBOL = [min, max], ... } to draw them from";
+        QTest::addRow("too many shapes") << "ranges = { M = [1, 9], N = [1, 9] }\nshapes = 100"
+            << "problem.toml:41:10: field 'check.shapes': value 100; expected an integer in [0, 16]: random shapes drawn per evaluation";
+        QTest::addRow("require nothing meets") << "ranges = { M = [1, 9], N = [1, 9] }\nrequire = [\"M > 100\"]"
+            << "problem.toml:40:10: field 'check.ranges': 1000 draws from the [check] ranges found no shape that meets every require and differs from the listed ones; widen the ranges; expected ranges whose derived symbols stay positive and where every require can hold";
+        QTest::addRow("distribution on an integer input") << "distributions = [ { name = \"neg\", inputs = [\"lengths\"], sign = \"negative\" } ]"
+            << "problem.toml:40:45: field 'check.distributions[0].inputs[0]': 'lengths' is not a float input; expected an array of float input names (x); integer inputs (indices, offsets) keep their init";
+        QTest::addRow("distribution that changes nothing") << "distributions = [ { name = \"same\" } ]"
+            << "problem.toml:40:19: field 'check.distributions[0]': distribution 'same' changes nothing; expected at least one of scale, shift, sign = \"negative\"|\"positive\", constant = \"rows\"|\"all\"";
+        QTest::addRow("unknown sign") << "distributions = [ { name = \"neg\", sign = \"minus\" } ]"
+            << "problem.toml:40:42: field 'check.distributions[0].sign': unknown value 'minus'; expected one of keep, negative, positive";
+        QTest::addRow("two distributions of one name") << "distributions = [ { name = \"a\", scale = 2 }, { name = \"a\", shift = 1 } ]"
+            << "problem.toml:40:55: field 'check.distributions[1].name': a second distribution named 'a'; expected distinct names";
+        QTest::addRow("derived symbol that refers to itself") << "ranges = { M = \"M + 1\", N = [1, 9] }"
+            << "problem.toml:40:16: field 'check.ranges.M': 'M + 1' refers to a symbol without a value, or derived symbols refer to each other; expected an expression over ranged symbols, earlier derived symbols and params";
+        // clang-format on
+    }
+
+    void rejectsBadCheckSection()
+    {
+        QFETCH(QString, check);
+        QFETCH(QString, message);
+        const std::string text = std::string(kGood) + "\n[check]\n" + check.toStdString() + "\n";
+        try {
+            parseProblemToml(text, "problem.toml");
+            QFAIL("no ProblemError");
+        } catch (const ProblemError& e) {
+            QCOMPARE(QString::fromUtf8(e.what()), message);
+        }
+    }
+
     void errorCarriesItsParts()
     {
         try {
@@ -429,6 +537,13 @@ bf16 = { atol = 1e-2, rtol = 1e-2 }
         const nlohmann::json p = resolveProblem(spec);
         QVERIFY(!p["check"].empty());
         QVERIFY(p["bench"][0]["bytes"].get<double>() > 0);
+        // Every bundled problem declares its check coverage (issue 18, class 9), and its draws
+        // resolve in the worker's form.
+        QVERIFY2(!spec.coverage.ranges.empty() && spec.coverage.randomShapes > 0, "no [check] ranges");
+        const CheckCoverage sent = CheckCoverage::fromJson(p["coverage"], "problem.coverage");
+        for (uint64_t seed = 1; seed <= 20; ++seed)
+            for (const auto& b : sent.drawShapes(seed, spec.smallShapes, spec.params))
+                QCOMPARE(sent.shape.resolve(b, spec.params, "r"), resolveShape(spec, b, "r"));
         const std::string target = resolveTarget(spec, "auto");
         QVERIFY(target == "cpu" || target == "cuda");
         for (const Seed& s : spec.seeds) {

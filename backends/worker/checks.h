@@ -57,8 +57,10 @@ CheckOutcome compareRun(const std::string& shapeLabel, uint64_t seed,
 
 /// The reference must write every element and must not produce a constant float output
 /// (a constant kernel would then pass). Empty when fine, else the worker_error message.
-std::string referenceProblem(
-    const std::vector<HostTensor>& want, const std::string& shapeLabel, uint64_t seed);
+/// `allowConstant`: inputs under a `[check]` distribution (constant rows) may give a constant
+/// output; the listed inputs already rule out a constant kernel.
+std::string referenceProblem(const std::vector<HostTensor>& want, const std::string& shapeLabel, uint64_t seed,
+    bool allowConstant = false);
 
 /// Shortest text that reads back as `v` ("0", "1.5", "nan").
 std::string formatNumber(double v);

@@ -81,6 +81,8 @@ SourceSpec parseSource(const nlohmann::json& j, const std::string& where, const 
     return s;
 }
 
+} // namespace
+
 ShapeSpec parseShape(const nlohmann::json& j, const std::string& set, size_t index)
 {
     const std::string where = "problem." + set + "[" + std::to_string(index) + "]";
@@ -113,6 +115,8 @@ ShapeSpec parseShape(const nlohmann::json& j, const std::string& set, size_t ind
         throw RequestError(where + " has no outputs; there would be nothing to check");
     return s;
 }
+
+namespace {
 
 std::vector<ShapeSpec> parseShapes(const nlohmann::json& problem, const char* set, bool needed)
 {
@@ -186,6 +190,13 @@ EvalRequest parseEvalRequest(const nlohmann::json& request)
     }
     r.check = parseShapes(problem, "check", r.wantCheck);
     r.bench = parseShapes(problem, "bench", r.wantTime);
+    if (auto cov = problem.find("coverage"); cov != problem.end() && !cov->is_null()) {
+        try {
+            r.coverage = core::CheckCoverage::fromJson(*cov, "problem.coverage");
+        } catch (const std::runtime_error& e) {
+            throw RequestError(e.what());
+        }
+    }
 
     r.candidate = parseSource(member(request, "candidate", "the eval request"), "candidate", "candidate.cpp");
     if (auto b = request.find("baseline"); b != request.end() && !b->is_null())
@@ -241,6 +252,21 @@ EvalRequest parseEvalRequest(const nlohmann::json& request)
     }
     if (r.seeds.empty())
         r.seeds = { 1, 2, 3 };
+    // The coverage draw: given, else from the per-request secret, which the candidate never
+    // holds, so it cannot know which shapes and values it will be checked on.
+    std::string coverageKey;
+    if (auto c = request.find("config"); c != request.end() && c->is_object() && c->contains("coverage_seed"))
+        r.coverageSeed = seedValue(*c, "coverage_seed", 0);
+    else if (auto s = request.find("secret"); s != request.end() && s->is_string())
+        coverageKey = "secret:" + s->get<std::string>();
+    else
+        coverageKey = "seeds:" + nlohmann::json(r.seeds).dump();
+    if (!coverageKey.empty()) {
+        uint64_t h = 14695981039346656037ull; // FNV-1a
+        for (unsigned char ch : coverageKey)
+            h = (h ^ ch) * 1099511628211ull;
+        r.coverageSeed = h;
+    }
     // At least three distinct seeds, whatever was asked: one lucky seed proves little.
     std::set<uint64_t> seen;
     std::vector<uint64_t> unique;

@@ -2,6 +2,7 @@
 
 #include "tensors.h"
 
+#include "core/check_coverage.h"
 #include "core/protocol.h"
 
 #include <nlohmann/json.hpp>
@@ -33,6 +34,12 @@ struct ShapeSpec {
     std::string compute = "fma"; // the compute ceiling flops run against: fma | tensor
     std::vector<TensorDesc> inputs;
     std::vector<TensorDesc> outputs;
+    /// The `[check]` distribution the inputs are drawn under ("" for their init as listed);
+    /// its transform is in each affected input's `init.transform`.
+    std::string distribution;
+    /// A coverage check (a drawn shape or a distribution): a constant reference output is
+    /// allowed (constant rows, N = 1), since the listed shapes already rule out constant kernels.
+    bool coverage = false;
 };
 
 struct EvalRequest {
@@ -46,6 +53,12 @@ struct EvalRequest {
     std::vector<std::string> libraries; // vendor libraries candidates may link ("cublasLt")
     std::vector<ShapeSpec> check;
     std::vector<ShapeSpec> bench;
+    /// problem.coverage: extra distributions and shape ranges for the checks (docs/FORMATS.md).
+    core::CheckCoverage coverage;
+    /// Which random shapes, distributions and seeds the coverage checks draw: config.coverage_seed,
+    /// else a hash of the request's secret (new for every request, unknown to the candidate),
+    /// else of the check seeds.
+    uint64_t coverageSeed = 0;
     bool wantCheck = true;
     bool wantTime = true;
     bool wantProfile = false; // the optional profiler stage (Nsight Compute on CUDA)
@@ -76,5 +89,8 @@ using core::protocol::requestId;
 
 /// Throws RequestError naming the offending field.
 EvalRequest parseEvalRequest(const nlohmann::json& request);
+
+/// One resolved SHAPE object (docs/FORMATS.md); `set` and `index` name it in errors.
+ShapeSpec parseShape(const nlohmann::json& j, const std::string& set, size_t index);
 
 } // namespace hone::backends

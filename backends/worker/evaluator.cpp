@@ -1,5 +1,7 @@
 #include "evaluator.h"
 
+#include "coverage_checks.h"
+
 #include "core/diagnosis.h"
 #include "core/protocol.h"
 #include "core/sha256.h"
@@ -374,7 +376,7 @@ std::vector<HostTensor> Evaluator::referenceOutputs(
         if (!cached.empty())
             storeTensors(cached, want);
     }
-    if (const std::string bad = referenceProblem(want, shape.label, seed); !bad.empty())
+    if (const std::string bad = referenceProblem(want, shape.label, seed, shape.coverage); !bad.empty())
         throw EvalFailure { FailureKind::WorkerError, m_stage, bad };
     return want;
 }
@@ -916,24 +918,33 @@ nlohmann::json Evaluator::evaluate(const nlohmann::json& request)
         }
 
         if (req.wantCheck) {
-            const size_t total = req.check.size() * req.seeds.size();
+            // The listed shapes on every check seed, then the coverage checks (problem.coverage):
+            // the listed shapes under each extra distribution and shapes drawn from the ranges.
+            std::vector<CoverageCheck> plan;
+            for (const auto& shape : req.check)
+                for (uint64_t seed : req.seeds)
+                    plan.push_back({ shape, seed });
+            try {
+                for (auto& c : coverageChecks(req))
+                    plan.push_back(std::move(c));
+            } catch (const RequestError& e) {
+                throw EvalFailure { FailureKind::WorkerError, "check", e.what() };
+            }
             size_t done = 0;
-            for (const auto& shape : req.check) {
-                for (uint64_t seed : req.seeds) {
-                    progress("check",
-                        shape.label + " seed " + std::to_string(seed) + " (" + std::to_string(++done) + " of "
-                            + std::to_string(total) + ")");
-                    CheckOutcome outcome;
-                    try {
-                        outcome = checkOnce(shape, seed, *candidate.kernel, *reference.kernel);
-                    } catch (const EvalFailure& f) {
-                        recordRunFailure(checks, shape.label, seed, false, f);
-                        throw;
-                    }
-                    checks.push_back(outcome.toJson());
-                    if (!outcome.ok)
-                        throw EvalFailure { *outcome.failure, "check", outcome.message };
+            for (const auto& [shape, seed] : plan) {
+                progress("check",
+                    shape.label + " seed " + std::to_string(seed) + " (" + std::to_string(++done) + " of "
+                        + std::to_string(plan.size()) + ")");
+                CheckOutcome outcome;
+                try {
+                    outcome = checkOnce(shape, seed, *candidate.kernel, *reference.kernel);
+                } catch (const EvalFailure& f) {
+                    recordRunFailure(checks, shape.label, seed, false, f);
+                    throw;
                 }
+                checks.push_back(outcome.toJson());
+                if (!outcome.ok)
+                    throw EvalFailure { *outcome.failure, "check", outcome.message };
             }
         }
 

@@ -306,6 +306,49 @@ void parallelFor(size_t n, const std::function<void(size_t, size_t)>& body, size
         th.join();
 }
 
+namespace {
+
+/// A `[check]` distribution on top of the init's draws (docs/FORMATS.md):
+/// v -> sign(v) * scale + shift, then every row (last dimension) or the whole tensor takes
+/// its first element's value. Counter-based like the draws, so still reproducible in parallel.
+std::function<double(size_t)> transformed(std::function<double(size_t)> draw, const nlohmann::json& t,
+    bool floating, const std::vector<int64_t>& shape)
+{
+    if (!t.is_object())
+        throw RequestError("init 'transform' is not an object");
+    if (!floating)
+        throw RequestError("init 'transform' applies to float tensors only; integer inputs keep their init");
+    const double scale = number(t, "scale", 1.0);
+    const double shift = number(t, "shift", 0.0);
+    auto word = [&](const char* key, const char* fallback) {
+        auto it = t.find(key);
+        if (it == t.end() || it->is_null())
+            return std::string(fallback);
+        if (!it->is_string())
+            throw RequestError(std::string("init transform '") + key + "' is not a string");
+        return it->get<std::string>();
+    };
+    const std::string sign = word("sign", "keep");
+    const std::string constant = word("constant", "none");
+    if (sign != "keep" && sign != "negative" && sign != "positive")
+        throw RequestError("init transform 'sign' is '" + sign + "'; expected keep, negative or positive");
+    if (constant != "none" && constant != "rows" && constant != "all")
+        throw RequestError("init transform 'constant' is '" + constant + "'; expected none, rows or all");
+    const int signMode = sign == "negative" ? -1 : sign == "positive" ? 1 : 0;
+    const size_t row = constant == "all" ? 0
+        : constant == "rows"             ? static_cast<size_t>(std::max<int64_t>(1, shape.empty() ? 1 : shape.back()))
+                                         : 1;
+    return [draw = std::move(draw), scale, shift, signMode, row](size_t i) {
+        const size_t at = row == 0 ? 0 : i - i % row;
+        double v = draw(at);
+        if (signMode != 0)
+            v = signMode * std::fabs(v);
+        return v * scale + shift;
+    };
+}
+
+} // namespace
+
 void HostTensor::fill(uint64_t seed, const std::string& shapeLabel, size_t tensorIndex)
 {
     const uint64_t key = hone_draws::streamKey(seed, shapeLabel.data(), shapeLabel.size(), tensorIndex);
@@ -405,6 +448,8 @@ void HostTensor::fill(uint64_t seed, const std::string& shapeLabel, size_t tenso
             throw RequestError(
                 "unknown init dist '" + dist + "'; expected normal, uniform, randint or offsets");
         }
+        if (init.is_object() && init.contains("transform"))
+            draw = transformed(std::move(draw), init["transform"], floating, m_desc.shape);
         if (sorted) {
             std::vector<double> values(n);
             parallelFor(n, [&](size_t b, size_t e) {

@@ -2,6 +2,7 @@
 // parseEvalRequest, then, for an accepted request, every small input drawn from its `init`
 // (HostTensor::fill, the code that turns a request's numbers into buffers). Both may only throw
 // RequestError; an accepted request holds what the evaluator relies on.
+#include "coverage_checks.h"
 #include "eval_request.h"
 #include "tensors.h"
 #include "tests/fuzz/fuzz_check.h"
@@ -44,9 +45,9 @@ void checkAccepted(const EvalRequest& r)
 }
 
 /// Draws every input of at most 64 KiB, the way the evaluator fills its buffers.
-void fillInputs(const EvalRequest& r)
+void fillInputs(const EvalRequest& r, const std::vector<ShapeSpec>& coverage)
 {
-    for (const auto* set : { &r.check, &r.bench })
+    for (const auto* set : { &r.check, &r.bench, &coverage })
         for (const ShapeSpec& s : *set)
             for (size_t i = 0; i < s.inputs.size(); ++i) {
                 const TensorDesc& d = s.inputs[i];
@@ -83,6 +84,16 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size)
         return 0;
     }
     checkAccepted(r);
-    fillInputs(r);
+    // The coverage checks (problem.coverage): drawn and resolved shapes, transformed inputs.
+    std::vector<ShapeSpec> coverage;
+    try {
+        for (const CoverageCheck& c : coverageChecks(r)) {
+            HONE_FUZZ_CHECK(!c.shape.outputs.empty(), "every coverage shape has an output");
+            coverage.push_back(c.shape);
+        }
+    } catch (const RequestError& e) {
+        HONE_FUZZ_CHECK(e.what()[0] != '\0', "a RequestError says what is wrong");
+    }
+    fillInputs(r, coverage);
     return 0;
 }
