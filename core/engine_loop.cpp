@@ -188,6 +188,28 @@ void Engine::Loop::storeResult(NodeId id, const std::string& key, const protocol
     e.m_store.insertEvaluation(e.m_session, r);
 }
 
+void Engine::flagCacheChanges(protocol::EvalResult& r)
+{
+    if (!r.cache)
+        return;
+    // The worker checks its cache against its own manifest, which a hand able to rewrite the
+    // cache can rewrite too; the store keeps the first hash it saw for each entry of a machine.
+    std::string machine = r.device();
+    if (r.environment && r.environment->extra.contains("host") && r.environment->extra["host"].is_string())
+        machine = r.environment->extra["host"].get<std::string>() + " " + machine;
+    for (const auto& entry : r.cache->entries) {
+        const auto before = m_store.recordCacheHash(machine, entry.kind, entry.key, entry.sha256);
+        if (!before)
+            continue;
+        const std::string text = "cache entry " + entry.kind + " " + entry.key + " has sha256 " + entry.sha256
+            + ", but the store recorded " + *before + " for it on this machine: the worker's cache was rebuilt "
+            + "or rewritten since";
+        r.cache->warnings.push_back(text);
+        if (r.diagnosis)
+            r.diagnosis->evidence += (r.diagnosis->evidence.empty() ? "" : ". ") + text;
+    }
+}
+
 protocol::EvalResult Engine::Loop::decode(const std::string& id, const nlohmann::json& result)
 {
     try {
@@ -362,6 +384,7 @@ void Engine::Loop::waitForResult()
     Arrived a;
     a.node = node;
     a.result = decode(done->id, done->result);
+    e.flagCacheChanges(a.result);
     e.applyObjective(node, a.result, m_screenScale[node]);
     ++m_progress.fresh;
     // Stored on arrival, applied in proposal order: a kill loses only what is in flight.

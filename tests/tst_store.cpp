@@ -272,6 +272,28 @@ private slots:
         QCOMPARE(rows.back().justification, std::string("re-timed on an idle GPU: CV 1%"));
     }
 
+    /// The first hash of a worker cache entry is kept per machine; a different one later is
+    /// returned (the engine flags it), the same one or another machine's is not; kept across
+    /// reopening.
+    void cacheHashesAreKeptPerMachine()
+    {
+        QTemporaryDir dir;
+        const auto path = std::filesystem::path(dir.path().toStdString()) / "hone.db";
+        const std::string a(64, 'a'), b(64, 'b');
+        {
+            Store s(path);
+            QVERIFY(!s.recordCacheHash("host1 cpu: X", "object", "so/k1", a));
+            QVERIFY(!s.recordCacheHash("host1 cpu: X", "object", "so/k1", a));
+            QVERIFY(!s.recordCacheHash("host2 cpu: X", "object", "so/k1", b));
+            QVERIFY(!s.recordCacheHash("host1 cpu: X", "reference", "so/k1", b));
+        }
+        Store s(path);
+        const auto before = s.recordCacheHash("host1 cpu: X", "object", "so/k1", b);
+        QVERIFY(before.has_value());
+        QCOMPARE(*before, a);
+        QCOMPARE(*s.recordCacheHash("host1 cpu: X", "object", "so/k1", b), a); // the first stays
+    }
+
     void refusesNewerSchema()
     {
         QTemporaryDir dir;

@@ -1,4 +1,5 @@
 #include "cuda_backend.h"
+#include "cache_integrity.h"
 
 #include "calibration.h"
 #include "core/knobs.h"
@@ -815,11 +816,10 @@ core::Ceilings CudaBackend::ceilings(bool force, bool* cached)
         if (!built.ok)
             throw std::runtime_error("cannot compile the CUDA calibration kernels: " + built.firstError());
         ensureContext();
-        void* handle = ::dlopen(built.objectPath.c_str(), RTLD_NOW | RTLD_LOCAL);
-        if (!handle) {
-            const char* err = ::dlerror();
-            throw std::runtime_error(std::string("cannot load the CUDA calibration kernels: ") + (err ? err : "?"));
-        }
+        std::string error;
+        void* handle = openVerified(built.objectPath, built.objectSha256, error);
+        if (!handle)
+            throw std::runtime_error("cannot load the CUDA calibration kernels: " + error);
         using Fn = int (*)(void*, double*);
         auto fn = reinterpret_cast<Fn>(::dlsym(handle, "hone_cuda_ceilings"));
         if (!fn)
@@ -842,7 +842,8 @@ core::Ceilings CudaBackend::ceilings(bool force, bool* cached)
             + std::to_string(m_sms * 16) + " blocks of 256, median of 9; tensor: cuBLASLt bf16 8192^3 GEMM, "
             + "fp32 accumulate, median of 9; built with " + compilerVersion();
         return c;
-    });
+    },
+        &m_cacheWarnings);
 }
 
 } // namespace hone::backends

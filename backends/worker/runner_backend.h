@@ -64,6 +64,7 @@ public:
     }
     nlohmann::json timingInfo() override;
     core::Ceilings ceilings(bool force, bool* cached) override { return m_inner.ceilings(force, cached); }
+    std::vector<std::string> takeCacheWarnings() override { return m_inner.takeCacheWarnings(); }
     std::string clockDisagreement(LoadedKernel& kernel) override;
     bool verifiesEveryTimedCall() const override { return m_memory == Memory::Host; }
 
