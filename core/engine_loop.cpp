@@ -3,6 +3,7 @@
 // (requeued, external, grid, knob policy or the tree's knob synthesizer), and the report.
 
 #include "core/engine.h"
+#include "core/cache_hashes.h"
 
 #include "core/sha256.h"
 #include "core/store.h"
@@ -190,24 +191,7 @@ void Engine::Loop::storeResult(NodeId id, const std::string& key, const protocol
 
 void Engine::flagCacheChanges(protocol::EvalResult& r)
 {
-    if (!r.cache)
-        return;
-    // The worker checks its cache against its own manifest, which a hand able to rewrite the
-    // cache can rewrite too; the store keeps the first hash it saw for each entry of a machine.
-    std::string machine = r.device();
-    if (r.environment && r.environment->extra.contains("host") && r.environment->extra["host"].is_string())
-        machine = r.environment->extra["host"].get<std::string>() + " " + machine;
-    for (const auto& entry : r.cache->entries) {
-        const auto before = m_store.recordCacheHash(machine, entry.kind, entry.key, entry.sha256);
-        if (!before)
-            continue;
-        const std::string text = "cache entry " + entry.kind + " " + entry.key + " has sha256 " + entry.sha256
-            + ", but the store recorded " + *before + " for it on this machine: the worker's cache was rebuilt "
-            + "or rewritten since";
-        r.cache->warnings.push_back(text);
-        if (r.diagnosis)
-            r.diagnosis->evidence += (r.diagnosis->evidence.empty() ? "" : ". ") + text;
-    }
+    core::flagCacheChanges(m_store, r);
 }
 
 protocol::EvalResult Engine::Loop::decode(const std::string& id, const nlohmann::json& result)
