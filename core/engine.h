@@ -268,6 +268,10 @@ private:
     /// Records the objective (the weighted geometric mean over the bench shapes) in
     /// `r.objective`, which `r.speedup()` then gives; `screenScale` estimates a screened result.
     Objective applyObjective(NodeId id, protocol::EvalResult& r, double screenScale) const;
+    /// Compares the hashes of the worker's cache entries in `r` with those the store recorded
+    /// for the same keys (recording new ones); a difference becomes a warning in `r.cache` and a
+    /// sentence in its evidence.
+    void flagCacheChanges(protocol::EvalResult& r);
     /// Re-verifies the best node before the report names it, excluding nodes that fail, at
     /// most three tries; sets report.best and the re-verification fields (engine_reverify.cpp).
     void reverifyBest(Report& report);

@@ -3,6 +3,7 @@
 // (requeued, external, grid, knob policy or the tree's knob synthesizer), and the report.
 
 #include "core/engine.h"
+#include "core/cache_hashes.h"
 
 #include "core/sha256.h"
 #include "core/store.h"
@@ -189,6 +190,11 @@ void Engine::Loop::storeResult(NodeId id, const std::string& key, const protocol
     e.m_store.insertEvaluation(e.m_session, r);
 }
 
+void Engine::flagCacheChanges(protocol::EvalResult& r)
+{
+    core::flagCacheChanges(m_store, r);
+}
+
 protocol::EvalResult Engine::Loop::decode(const std::string& id, const nlohmann::json& result)
 {
     try {
@@ -373,6 +379,7 @@ void Engine::Loop::waitForResult()
     Arrived a;
     a.node = node;
     a.result = decode(done->id, done->result);
+    e.flagCacheChanges(a.result);
     e.applyObjective(node, a.result, m_screenScale[node]);
     ++m_progress.fresh;
     // Stored on arrival, applied in proposal order: a kill loses only what is in flight.

@@ -64,6 +64,7 @@ Reverification Engine::reverifyNode(NodeId id, int attempt)
     } catch (const protocol::ProtocolError& e) {
         s = protocol::EvalResult::failed(jobId, protocol::FailureKind::ProtocolError, "result", e.what());
     }
+    flagCacheChanges(s);
     applyObjective(id, s, 0); // all shapes timed: the search's objective, not an estimate
     out.verified = s.ok();
     out.failureKind = s.ok() ? std::string() : protocol::failureKindName(s.failureKind());

@@ -241,6 +241,26 @@ CompileInfo compileFrom(const json& j, const std::string& path)
         (void)in.object("resources");
     }
     c.isa = in.opt<std::string>("isa");
+    c.objectSha256 = in.opt<std::string>("object_sha256");
+    c.extra = in.rest();
+    return c;
+}
+
+CacheRecord cacheFrom(const json& j, const std::string& path)
+{
+    In in(j, path);
+    CacheRecord c;
+    if (const json* es = in.list("entries"))
+        for (size_t i = 0; i < es->size(); ++i) {
+            In e((*es)[i], indexed(path + ".entries", i));
+            CacheEntry x;
+            x.kind = e.get<std::string>("kind", {});
+            x.key = e.get<std::string>("key", {});
+            x.sha256 = e.get<std::string>("sha256", {});
+            x.extra = e.rest();
+            c.entries.push_back(std::move(x));
+        }
+    c.warnings = in.get<std::vector<std::string>>("warnings", {});
     c.extra = in.rest();
     return c;
 }
@@ -510,6 +530,7 @@ json toJson(const CompileInfo& c)
         j["resources"] = { { "error", *c.resourcesError } };
     }
     put(j, "isa", c.isa);
+    put(j, "object_sha256", c.objectSha256);
     return withExtra(std::move(j), c.extra);
 }
 
@@ -646,6 +667,17 @@ json toJson(const ObjectiveRecord& o)
         o.extra);
 }
 
+json toJson(const CacheRecord& c)
+{
+    json entries = json::array();
+    for (const auto& e : c.entries)
+        entries.push_back(withExtra({ { "kind", e.kind }, { "key", e.key }, { "sha256", e.sha256 } }, e.extra));
+    json warnings = json::array();
+    for (const auto& w : c.warnings)
+        warnings.push_back(validUtf8(w));
+    return withExtra({ { "entries", entries }, { "warnings", warnings } }, c.extra);
+}
+
 json toJson(const Environment& e)
 {
     json j = { { "device", e.device }, { "backend", e.backend } };
@@ -729,6 +761,8 @@ EvalResult EvalResult::fromJson(const nlohmann::json& j)
         r.objective = objectiveFrom(*o, "result.objective");
     if (const json* e = in.object("environment"))
         r.environment = environmentFrom(*e, "result.environment");
+    if (const json* c = in.object("cache"))
+        r.cache = cacheFrom(*c, "result.cache");
     r.deviceLost = in.get<bool>("device_lost", false);
     r.extra = in.rest();
     return r;
@@ -770,6 +804,8 @@ nlohmann::json EvalResult::toJson() const
         j["objective"] = protocol::toJson(*objective);
     if (environment)
         j["environment"] = protocol::toJson(*environment);
+    if (cache)
+        j["cache"] = protocol::toJson(*cache);
     if (deviceLost)
         j["device_lost"] = true;
     return withExtra(std::move(j), extra);

@@ -76,6 +76,7 @@ struct CompileInfo {
     std::vector<KernelResources> resources; // empty without per-kernel resources
     std::optional<std::string> resourcesError; // `resources: {"error": ...}`: the code object could not be read
     std::optional<std::string> isa;             // HIP: llvm-objdump's disassembly
+    std::optional<std::string> objectSha256;    // `object_sha256`: the object as loaded, verified against the cache
     nlohmann::json extra = nlohmann::json::object();
 };
 
@@ -223,6 +224,22 @@ struct Environment {
     nlohmann::json extra = nlohmann::json::object(); // cores, host, ...
 };
 
+/// One cache entry a request used or wrote (`cache.entries`): what the engine's store compares.
+struct CacheEntry {
+    std::string kind;   // object | inputs | reference
+    std::string key;    // its path under the worker's cache folder ("so/<hash>.so", "ref/<hash>.bin")
+    std::string sha256; // of its bytes as used
+    nlohmann::json extra = nlohmann::json::object();
+};
+
+/// `cache`: the entries, and warnings for entries whose bytes were not the ones recorded (by the
+/// worker's manifest, or, added by the engine, by the store).
+struct CacheRecord {
+    std::vector<CacheEntry> entries;
+    std::vector<std::string> warnings;
+    nlohmann::json extra = nlohmann::json::object();
+};
+
 struct EvalResult {
     std::string id;                             // the request's id (an integer id is written as a string)
     EvalStatus status = EvalStatus::Failed;
@@ -238,6 +255,7 @@ struct EvalResult {
     std::optional<bool> screened;
     std::optional<ObjectiveRecord> objective;   // added by the engine to a stored result
     std::optional<Environment> environment;
+    std::optional<CacheRecord> cache;           // the worker's cache entries and their hashes
     bool deviceLost = false;
     nlohmann::json extra = nlohmann::json::object(); // unknown keys, kept and written back
 

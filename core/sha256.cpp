@@ -1,5 +1,6 @@
 #include "core/sha256.h"
 
+#include <algorithm>
 #include <array>
 #include <cstdint>
 #include <cstring>
@@ -55,32 +56,52 @@ void compress(std::array<uint32_t, 8>& h, const unsigned char* block)
 
 } // namespace
 
-std::string sha256Hex(std::string_view data)
+void Sha256::update(const void* data, size_t bytes)
 {
-    std::array<uint32_t, 8> h = {0x6a09e667, 0xbb67ae85, 0x3c6ef372, 0xa54ff53a, 0x510e527f, 0x9b05688c,
-        0x1f83d9ab, 0x5be0cd19};
-    const auto* p = reinterpret_cast<const unsigned char*>(data.data());
-    size_t n = data.size();
-    size_t full = n / 64;
-    for (size_t i = 0; i < full; ++i)
-        compress(h, p + 64 * i);
+    const auto* p = static_cast<const unsigned char*>(data);
+    m_bytes += bytes;
+    if (m_fill > 0) {
+        const size_t take = std::min(bytes, sizeof m_block - m_fill);
+        std::memcpy(m_block + m_fill, p, take);
+        m_fill += take;
+        p += take;
+        bytes -= take;
+        if (m_fill < sizeof m_block)
+            return;
+        compress(m_h, m_block);
+        m_fill = 0;
+    }
+    for (; bytes >= 64; p += 64, bytes -= 64)
+        compress(m_h, p);
+    std::memcpy(m_block, p, bytes);
+    m_fill = bytes;
+}
+
+std::string Sha256::hexDigest()
+{
     unsigned char tail[128] = {};
-    size_t rest = n - full * 64;
-    std::memcpy(tail, p + full * 64, rest);
-    tail[rest] = 0x80;
-    size_t tailLen = rest + 1 + 8 <= 64 ? 64 : 128;
-    uint64_t bits = uint64_t(n) * 8;
+    std::memcpy(tail, m_block, m_fill);
+    tail[m_fill] = 0x80;
+    const size_t tailLen = m_fill + 1 + 8 <= 64 ? 64 : 128;
+    const uint64_t bits = m_bytes * 8;
     for (int i = 0; i < 8; ++i)
         tail[tailLen - 1 - i] = static_cast<unsigned char>(bits >> (8 * i));
-    compress(h, tail);
+    compress(m_h, tail);
     if (tailLen == 128)
-        compress(h, tail + 64);
+        compress(m_h, tail + 64);
     static const char* hex = "0123456789abcdef";
     std::string out(64, '0');
     for (int i = 0; i < 8; ++i)
         for (int j = 0; j < 8; ++j)
-            out[8 * i + j] = hex[(h[i] >> (28 - 4 * j)) & 0xf];
+            out[8 * i + j] = hex[(m_h[i] >> (28 - 4 * j)) & 0xf];
     return out;
+}
+
+std::string sha256Hex(std::string_view data)
+{
+    Sha256 h;
+    h.update(data);
+    return h.hexDigest();
 }
 
 } // namespace hone::core

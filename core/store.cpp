@@ -177,6 +177,19 @@ ALTER TABLE evaluations ADD COLUMN screened INTEGER NOT NULL DEFAULT 0;
     R"sql(
 ALTER TABLE approvals ADD COLUMN justification TEXT NOT NULL DEFAULT '';
 )sql",
+    // 9: the content hash of each worker cache entry (compiled object, cached inputs, reference
+    // outputs) as first reported for its key on a device: a later result with another hash for
+    // the same key is flagged (docs/THREAT_MODEL.md, "Trusted cache").
+    R"sql(
+CREATE TABLE IF NOT EXISTS cache_hashes (
+    device TEXT NOT NULL,
+    kind TEXT NOT NULL,
+    key TEXT NOT NULL,
+    sha256 TEXT NOT NULL,
+    created_at TEXT NOT NULL,
+    PRIMARY KEY (device, kind, key)
+);
+)sql",
 };
 static_assert(std::size(kMigrations) == Store::kSchemaVersion);
 
@@ -598,6 +611,21 @@ LlmTotals Store::llmTotals(int64_t sessionId) const
         t.costUsd = s.real(3);
     }
     return t;
+}
+
+std::optional<std::string> Store::recordCacheHash(
+    const std::string& device, const std::string& kind, const std::string& key, const std::string& sha256)
+{
+    {
+        Stmt s(m_db, "INSERT OR IGNORE INTO cache_hashes (device, kind, key, sha256, created_at) VALUES (?, ?, ?, ?, ?)");
+        s.bind(1, device).bind(2, kind).bind(3, key).bind(4, sha256).bind(5, nowIso());
+        s.run();
+    }
+    Stmt s(m_db, "SELECT sha256 FROM cache_hashes WHERE device = ? AND kind = ? AND key = ?");
+    s.bind(1, device).bind(2, kind).bind(3, key);
+    if (s.step() && s.text(0) != sha256)
+        return s.text(0);
+    return std::nullopt;
 }
 
 int64_t Store::insertReverification(int64_t sessionId, const ReverificationRecord& r)

@@ -194,7 +194,7 @@ public:
     Store(const Store&) = delete;
     Store& operator=(const Store&) = delete;
 
-    static constexpr int kSchemaVersion = 8;
+    static constexpr int kSchemaVersion = 9;
     int schemaVersion() const;
     const std::filesystem::path& path() const { return m_path; }
 
@@ -232,6 +232,12 @@ public:
     /// In call order.
     std::vector<LlmCallRecord> llmCalls(int64_t sessionId) const;
     LlmTotals llmTotals(int64_t sessionId) const;
+
+    /// The content hash of a worker cache entry (`kind` object, inputs or reference; `key` its
+    /// path in the cache) on `device`: recorded the first time, and then the recorded hash is
+    /// returned whenever `sha256` differs from it (nullopt when it is the same, or new).
+    std::optional<std::string> recordCacheHash(
+        const std::string& device, const std::string& kind, const std::string& key, const std::string& sha256);
 
     /// Returns the row id.
     int64_t insertReverification(int64_t sessionId, const ReverificationRecord& record);

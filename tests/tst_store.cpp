@@ -1,3 +1,4 @@
+#include "core/cache_hashes.h"
 #include "core/problem_spec.h"
 #include "core/session_lock.h"
 #include "core/store.h"
@@ -270,6 +271,62 @@ private slots:
         QCOMPARE(rows.size(), before + 2);
         QCOMPARE(rows[rows.size() - 2].justification, std::string());
         QCOMPARE(rows.back().justification, std::string("re-timed on an idle GPU: CV 1%"));
+    }
+
+    /// The first hash of a worker cache entry is kept per machine; a different one later is
+    /// returned (the engine flags it), the same one or another machine's is not; kept across
+    /// reopening.
+    void cacheHashesAreKeptPerMachine()
+    {
+        QTemporaryDir dir;
+        const auto path = std::filesystem::path(dir.path().toStdString()) / "hone.db";
+        const std::string a(64, 'a'), b(64, 'b');
+        {
+            Store s(path);
+            QVERIFY(!s.recordCacheHash("host1 cpu: X", "object", "so/k1", a));
+            QVERIFY(!s.recordCacheHash("host1 cpu: X", "object", "so/k1", a));
+            QVERIFY(!s.recordCacheHash("host2 cpu: X", "object", "so/k1", b));
+            QVERIFY(!s.recordCacheHash("host1 cpu: X", "reference", "so/k1", b));
+        }
+        Store s(path);
+        const auto before = s.recordCacheHash("host1 cpu: X", "object", "so/k1", b);
+        QVERIFY(before.has_value());
+        QCOMPARE(*before, a);
+        QCOMPARE(*s.recordCacheHash("host1 cpu: X", "object", "so/k1", b), a); // the first stays
+    }
+
+    /// A result that reports another hash for an entry the store knows carries a warning and an
+    /// evidence sentence naming the entry and both hashes; the first result does not.
+    void changedCacheEntryIsFlagged()
+    {
+        QTemporaryDir dir;
+        Store s(std::filesystem::path(dir.path().toStdString()) / "hone.db");
+        auto result = [](const std::string& sha) {
+            auto r = hone::core::protocol::EvalResult::fromJson(nlohmann::json {
+                { "type", "result" }, { "id", "1" }, { "status", "ok" },
+                { "diagnosis", { { "bound", "memory" }, { "evidence", "at 80% of bandwidth" } } },
+                { "environment", { { "device", "cpu: X" }, { "backend", "cpu" }, { "host", "h1" } } },
+                { "cache", { { "entries", { { { "kind", "reference" }, { "key", "ref/k.bin" }, { "sha256", sha } } } },
+                               { "warnings", nlohmann::json::array() } } } });
+            return r;
+        };
+        auto first = result(std::string(64, '1'));
+        QVERIFY(hone::core::flagCacheChanges(s, first).empty());
+        QVERIFY(first.cache->warnings.empty());
+        auto same = result(std::string(64, '1'));
+        QVERIFY(hone::core::flagCacheChanges(s, same).empty());
+        auto changed = result(std::string(64, '2'));
+        const auto flagged = hone::core::flagCacheChanges(s, changed);
+        QCOMPARE(flagged.size(), size_t(1));
+        QCOMPARE(changed.cache->warnings.size(), size_t(1));
+        const std::string& w = changed.cache->warnings.front();
+        QVERIFY2(w.find("ref/k.bin") != std::string::npos && w.find(std::string(64, '1')) != std::string::npos
+                && w.find(std::string(64, '2')) != std::string::npos,
+            w.c_str());
+        QVERIFY(changed.evidence().rfind("at 80% of bandwidth. cache entry reference ref/k.bin", 0) == 0);
+        // Decoded again from the stored JSON, the warning is still there.
+        const auto stored = hone::core::protocol::EvalResult::fromJson(changed.toJson());
+        QCOMPARE(stored.cache->warnings, changed.cache->warnings);
     }
 
     void refusesNewerSchema()

@@ -881,6 +881,88 @@ private slots:
         QVERIFY(!survivor);
     }
 
+    /// Each runner process serves exactly one kernel, loaded from a private copy of its object:
+    /// in one worker, a second candidate finds nothing the first left in its process
+    /// (environment, private /tmp), sees no other runner (the reference's, the baseline's), and
+    /// can write neither its object (a private copy) nor any other file it has mapped or open.
+    /// Every escape it manages makes its output wrong.
+    void runnersServeOneKernelAndSeeNoOther()
+    {
+        const Session hello = talk({ R"({"protocol":2,"type":"hello","id":"sb"})" });
+        QCOMPARE(hello.ofType("hello").size(), size_t(1));
+        const json sandbox = hello.ofType("hello").front()["sandbox"];
+        if (!sandbox.value("enabled", false))
+            QSKIP(("no sandbox on this host: " + sandbox.value("reason", std::string("?"))).c_str());
+
+        const std::string marks = "#include <cstdio>\n#include <cstdlib>\n"
+                                  "static int leaveMarks()\n{\n"
+                                  "    setenv(\"HONE_LEFT_BEHIND\", \"1\", 1);\n"
+                                  "    if (FILE* f = std::fopen(\"/tmp/hone-left-behind\", \"w\")) std::fclose(f);\n"
+                                  "    return 0;\n}\n";
+        const std::string marker = candidateWith(marks, "    leaveMarks();\n" + std::string(kCorrectBody));
+        const std::string prelude = R"(#include <initializer_list>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <dirent.h>
+#include <fcntl.h>
+#include <unistd.h>
+static bool writable(const char* link)
+{
+    char target[512] = {};
+    if (readlink(link, target, sizeof target - 1) <= 0 || target[0] != '/' || std::strncmp(target, "/memfd:", 7) == 0
+        || std::strncmp(target, "/dev/", 5) == 0)
+        return false; // not a file, or a private copy
+    const int fd = open(link, O_RDWR);
+    if (fd < 0)
+        return false;
+    close(fd);
+    return true;
+}
+static int escapes()
+{
+    int found = 0;
+    if (std::getenv("HONE_LEFT_BEHIND")) found |= 1;
+    if (FILE* f = std::fopen("/tmp/hone-left-behind", "r")) { found |= 2; std::fclose(f); }
+    char path[600];
+    if (DIR* d = opendir("/proc")) {
+        while (dirent* e = readdir(d)) {
+            if (e->d_name[0] < '0' || e->d_name[0] > '9' || atoi(e->d_name) == getpid()) continue;
+            std::snprintf(path, sizeof path, "/proc/%s/comm", e->d_name);
+            char comm[64] = {};
+            if (FILE* f = std::fopen(path, "r")) {
+                if (std::fgets(comm, sizeof comm, f) && std::strncmp(comm, "hone-worker", 11) == 0) found |= 4;
+                std::fclose(f);
+            }
+        }
+        closedir(d);
+    }
+    for (const char* dir : { "/proc/self/map_files", "/proc/self/fd" })
+        if (DIR* d = opendir(dir)) {
+            while (dirent* e = readdir(d)) {
+                if (e->d_name[0] == '.') continue;
+                std::snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
+                if (writable(path)) found |= 8;
+            }
+            closedir(d);
+        }
+    return found;
+}
+static int g_found = -1;
+)";
+        const std::string body = "    if (g_found < 0)\n        g_found = escapes();\n"
+                                 "    if (g_found != 0)\n        return 0;\n"
+            + std::string(kCorrectBody);
+        const json baseline = source("baseline.cpp", kReference);
+        const Session s = talk({ evalRequest("marks", source("marks.cpp", marker), true, baseline).dump(),
+            evalRequest("probe", source("probe.cpp", candidateWith(prelude, body)), true, baseline).dump() });
+        const auto results = s.ofType("result");
+        QCOMPARE(results.size(), size_t(2));
+        QVERIFY2(results[0]["status"] == "ok", results[0].dump(2).c_str());
+        QVERIFY2(results[1]["status"] == "ok", results[1].dump(2).c_str());
+        QCOMPARE(results[1]["id"].get<std::string>(), std::string("probe"));
+    }
+
     /// The compile is sandboxed too: a source that includes a file of the host (the password
     /// file, a secret under $HOME or in /tmp outside the cache) fails to compile, and none of
     /// the file's text reaches the result.

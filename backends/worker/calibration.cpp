@@ -1,4 +1,6 @@
 #include "calibration.h"
+#include "cache_integrity.h"
+#include "core/sha256.h"
 
 #include "hone_embedded.h"
 #include "system_info.h"
@@ -24,12 +26,10 @@ core::Ceilings measureCpuCeilings(
     if (!built.ok)
         throw std::runtime_error("cannot compile the CPU calibration kernels: " + built.firstError());
 
-    void* handle = ::dlopen(built.objectPath.c_str(), RTLD_NOW | RTLD_LOCAL);
-    if (!handle) {
-        const char* err = ::dlerror();
-        throw std::runtime_error(
-            std::string("cannot load the CPU calibration kernels: ") + (err ? err : "?"));
-    }
+    std::string error;
+    void* handle = openVerified(built.objectPath, built.objectSha256, error);
+    if (!handle)
+        throw std::runtime_error("cannot load the CPU calibration kernels: " + error);
     // Deliberately never dlclose'd: its OpenMP thread pool outlives the calls.
     using ThreadsFn = int (*)();
     using IsaFn = const char* (*)();
@@ -75,11 +75,20 @@ core::Ceilings measureCpuCeilings(
     return c;
 }
 
-std::optional<core::Ceilings> readCachedCeilings(const std::filesystem::path& path)
+std::optional<core::Ceilings> readCachedCeilings(const std::filesystem::path& path, std::vector<std::string>* warnings)
 {
     bool ok = false;
     const std::string text = readFile(path, &ok);
     if (!ok)
+        return std::nullopt;
+    // Used only as the worker wrote them: ceilings raised by hand would hide every candidate
+    // that beats physics (the suspicious verdict), lowered ones would flag honest ones.
+    const std::string actual = core::sha256Hex(text);
+    std::string recorded;
+    const HashCheck check = checkHash(path, actual, &recorded);
+    if (check == HashCheck::Mismatch && warnings)
+        warnings->push_back(tamperWarning("ceilings", path, recorded, actual, "measured again"));
+    if (check != HashCheck::Verified)
         return std::nullopt;
     const nlohmann::json j = nlohmann::json::parse(text, nullptr, false);
     if (j.is_discarded() || !j.is_object())
@@ -99,7 +108,8 @@ double loadPerCore()
 }
 
 core::Ceilings cachedCeilings(const std::filesystem::path& path, bool force, bool* cached,
-    std::optional<core::Ceilings>& memo, const std::function<core::Ceilings()>& measure)
+    std::optional<core::Ceilings>& memo, const std::function<core::Ceilings()>& measure,
+    std::vector<std::string>* warnings)
 {
     if (cached)
         *cached = false;
@@ -107,7 +117,7 @@ core::Ceilings cachedCeilings(const std::filesystem::path& path, bool force, boo
     bool remeasure = force;
     if (!force) {
         if (!memo)
-            memo = readCachedCeilings(path);
+            memo = readCachedCeilings(path, warnings);
         // Ceilings measured on a busy host are too low (every candidate then looks "above the
         // roofline"); they are measured again once the host is clearly quieter, keeping the best.
         const bool busyThen = memo && memo->loadPerCore > 0.5;
@@ -131,7 +141,9 @@ core::Ceilings cachedCeilings(const std::filesystem::path& path, bool force, boo
 
 void writeCachedCeilings(const std::filesystem::path& path, const core::Ceilings& ceilings)
 {
-    writeFileAtomically(path, core::toJson(ceilings).dump(2) + "\n");
+    const std::string text = core::toJson(ceilings).dump(2) + "\n";
+    recordHash(path, core::sha256Hex(text)); // the manifest first: see cache_integrity.h
+    writeFileAtomically(path, text);
 }
 
 } // namespace hone::backends

@@ -1,5 +1,7 @@
 #include "compiler.h"
 
+#include "cache_integrity.h"
+
 #include "core/sha256.h"
 #include "core/utf8.h"
 #include "hone_embedded.h"
@@ -292,6 +294,8 @@ nlohmann::json CompileOutput::toJson() const
         j["resources"] = resources;
     if (!isa.empty())
         j["isa"] = isa;
+    if (!objectSha256.empty())
+        j["object_sha256"] = objectSha256;
     return j;
 }
 
@@ -405,13 +409,26 @@ CompileOutput runCachedCompile(const CachedCompile& c)
             c.parseLog(out);
     };
 
+    out.cacheKey = c.subdir + "/" + c.key + ".so";
+
     std::error_code ec;
-    if (fs::exists(soPath, ec)) {
-        out.ok = true;
-        out.cached = true;
-        out.log = core::validUtf8(readFile(logPath));
-        parse();
-        return out;
+    if (isRegularFile(soPath)) {
+        // Used only when its bytes are the ones this worker (or another sharing the cache)
+        // wrote: hashed and compared with the manifest. Anything else is rebuilt in its place.
+        bool read = false;
+        const std::string actual = fileSha256(soPath, &read);
+        std::string recorded;
+        const HashCheck check = read ? checkHash(soPath, actual, &recorded) : HashCheck::Unrecorded;
+        if (check == HashCheck::Verified) {
+            out.ok = true;
+            out.cached = true;
+            out.objectSha256 = actual;
+            out.log = core::validUtf8(readFile(logPath));
+            parse();
+            return out;
+        }
+        if (check == HashCheck::Mismatch)
+            out.cacheWarning = tamperWarning("compiled object", soPath, recorded, actual, "compiled again");
     }
 
     fs::create_directories(soDir);
@@ -454,11 +471,21 @@ CompileOutput runCachedCompile(const CachedCompile& c)
         } catch (const std::exception&) {
             // The log is a convenience for cached results; the object is what matters.
         }
-        fs::rename(buildDir / "out.so", soPath, ec);
-        if (ec)
-            out.toolError = "cannot move the compiled object to " + soPath.string() + ": " + ec.message();
-        else
-            out.ok = true;
+        // The manifest first: a reader that finds the new object finds its hash.
+        bool hashed = false;
+        out.objectSha256 = fileSha256(buildDir / "out.so", &hashed);
+        try {
+            if (!hashed)
+                throw std::runtime_error("cannot read " + (buildDir / "out.so").string());
+            recordHash(soPath, out.objectSha256);
+            fs::rename(buildDir / "out.so", soPath, ec);
+            if (ec)
+                out.toolError = "cannot move the compiled object to " + soPath.string() + ": " + ec.message();
+            else
+                out.ok = true;
+        } catch (const std::exception& e) {
+            out.toolError = std::string("cannot record the compiled object's hash: ") + e.what();
+        }
     }
     fs::remove_all(buildDir, ec);
     return out;

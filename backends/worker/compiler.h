@@ -37,6 +37,9 @@ struct CompileOutput {
     std::string log;
     std::vector<CompileMessage> messages;
     std::string objectPath; // the shared object, when ok
+    std::string objectSha256; // its content hash, verified against the cache's manifest (cache_integrity.h)
+    std::string cacheKey; // "so/<key>.so": the object's path under the cache folder
+    std::string cacheWarning; // the cached object failed its hash check and was rebuilt
     std::string toolError; // the compiler could not be run at all
     nlohmann::json resources; // per-kernel registers, shared memory, spills (GPU compiles)
     std::string isa; // disassembly of the device code, where the backend reads it (HIP)

@@ -195,7 +195,8 @@ core::Ceilings CpuBackend::ceilings(bool force, bool* cached)
         // Measured alone: no other worker may time (or calibrate) on this machine meanwhile.
         auto lock = lockForTiming();
         return measureCpuCeilings(m_compiler, deviceName(), m_llcBytes);
-    });
+    },
+        &m_cacheWarnings);
 }
 
 } // namespace hone::backends

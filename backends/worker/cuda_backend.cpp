@@ -1,4 +1,5 @@
 #include "cuda_backend.h"
+#include "cache_integrity.h"
 
 #include "calibration.h"
 #include "core/knobs.h"
@@ -839,11 +840,11 @@ void* CudaBackend::loadOwnObject(
     if (!built.ok)
         throw std::runtime_error("cannot compile " + what + ": " + built.firstError());
     ensureContext();
-    void* handle = ::dlopen(built.objectPath.c_str(), RTLD_NOW | RTLD_LOCAL);
-    if (!handle) {
-        const char* err = ::dlerror();
-        throw std::runtime_error("cannot load " + what + ": " + (err ? err : "?"));
-    }
+    // Loaded from a copy hashed as it was made: the bytes that run are the bytes checked.
+    std::string error;
+    void* handle = openVerified(built.objectPath, built.objectSha256, error);
+    if (!handle)
+        throw std::runtime_error("cannot load " + what + ": " + error);
     return handle;
 }
 
@@ -882,7 +883,8 @@ core::Ceilings CudaBackend::ceilings(bool force, bool* cached)
             + std::to_string(m_sms * 16) + " blocks of 256, median of 9; tensor: cuBLASLt bf16 8192^3 GEMM, "
             + "fp32 accumulate, median of 9; built with " + compilerVersion();
         return c;
-    });
+    },
+        &m_cacheWarnings);
 }
 
 } // namespace hone::backends

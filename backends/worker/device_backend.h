@@ -14,6 +14,7 @@
 #include <stdexcept>
 #include <vector>
 #include <string>
+#include <utility>
 
 /// What the evaluator needs from a device: compile, load, memory, run, time, ceilings.
 /// The CPU implements it now; CUDA (driver API + NVRTC) and HIP plug in beside it.
@@ -206,6 +207,13 @@ public:
     /// The device's measured ceilings, cached on disk per device and compiler; `force`
     /// measures again. Throws std::runtime_error when they cannot be measured.
     virtual core::Ceilings ceilings(bool force, bool* cached) = 0;
+
+    /// Cache entries of this backend's own (ceilings) that failed their hash check since the
+    /// last call: each was measured again, never used (cache_integrity.h).
+    virtual std::vector<std::string> takeCacheWarnings() { return std::exchange(m_cacheWarnings, {}); }
+
+protected:
+    std::vector<std::string> m_cacheWarnings;
 };
 
 /// Device memory owned for one scope.

@@ -202,10 +202,10 @@ std::vector<HostTensor> Evaluator::inputsFor(const ShapeSpec& shape, uint64_t se
         key["inputs"].push_back({ d.name, dtypeName(d.dtype), d.shape, d.init });
     const auto path = m_refCache / "inputs" / (core::sha256Hex(key.dump()) + ".bin");
     std::vector<HostTensor> inputs = makeTensors(shape.inputs);
-    if (loadTensors(path, inputs))
+    if (loadTensors(path, inputs, "inputs"))
         return inputs;
     inputs = generateInputs(shape, seed);
-    storeTensors(path, inputs);
+    storeTensors(path, inputs, "inputs");
     return inputs;
 }
 
@@ -228,24 +228,48 @@ std::filesystem::path Evaluator::referenceCachePath(const ShapeSpec& shape, uint
     return m_refCache / "ref" / (core::sha256Hex(key.dump()) + ".bin");
 }
 
-bool Evaluator::loadTensors(const std::filesystem::path& path, std::vector<HostTensor>& tensors) const
+bool Evaluator::loadTensors(const std::filesystem::path& path, std::vector<HostTensor>& tensors, const char* kind) const
 {
     std::ifstream in(path, std::ios::binary);
     if (!in)
         return false;
-    for (auto& t : tensors)
+    core::Sha256 hash;
+    for (auto& t : tensors) {
         if (!in.read(static_cast<char*>(t.data()), static_cast<std::streamsize>(t.bytes())))
             return false;
-    return in.peek() == std::ifstream::traits_type::eof();
+        hash.update(t.data(), t.bytes());
+    }
+    if (in.peek() != std::ifstream::traits_type::eof())
+        return false;
+    // Trusted only as written: a changed entry is computed again (and written again) here.
+    const std::string actual = hash.hexDigest();
+    std::string recorded;
+    const HashCheck check = checkHash(path, actual, &recorded);
+    if (check == HashCheck::Mismatch)
+        m_ledger.warn(tamperWarning(std::string("cached ") + kind, path, recorded, actual, "computed again"));
+    if (check != HashCheck::Verified)
+        return false;
+    m_ledger.add(kind, path.lexically_relative(m_refCache).string(), actual);
+    return true;
 }
 
-void Evaluator::storeTensors(const std::filesystem::path& path, const std::vector<HostTensor>& tensors) const
+void Evaluator::storeTensors(const std::filesystem::path& path, const std::vector<HostTensor>& tensors, const char* kind) const
 {
     // Written in place (no copy: these can be gigabytes) to a temporary name, then renamed, so
     // a reader never sees a partial file. A cache that cannot be written costs time, not
     // correctness.
     std::error_code ec;
     std::filesystem::create_directories(path.parent_path(), ec);
+    core::Sha256 hash;
+    for (const auto& t : tensors)
+        hash.update(t.data(), t.bytes());
+    const std::string sha256 = hash.hexDigest();
+    try {
+        recordHash(path, sha256); // the manifest first: a reader that finds the entry finds its hash
+    } catch (const std::exception&) {
+        return;
+    }
+    m_ledger.add(kind, path.lexically_relative(m_refCache).string(), sha256);
     const auto tmp = path.string() + ".tmp." + std::to_string(::getpid());
     {
         std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
@@ -329,6 +353,9 @@ void Evaluator::build(DeviceBackend& backend, const SourceSpec& spec, const char
     job.timeLimitSeconds = m_request->compileSeconds;
     built.compile = backend.compile(job);
     const CompileOutput& c = built.compile;
+    m_ledger.add("object", c.cacheKey, c.objectSha256);
+    if (!c.cacheWarning.empty())
+        m_ledger.warn(c.cacheWarning);
     if (!c.toolError.empty())
         throw EvalFailure { FailureKind::WorkerError, m_stage, c.toolError };
     if (c.timedOut)
@@ -356,7 +383,7 @@ std::vector<HostTensor> Evaluator::referenceOutputs(
     // unless its outputs for exactly these inputs are cached; its outputs come back here only.
     std::vector<HostTensor> want = makeTensors(shape.outputs);
     const std::filesystem::path cached = referenceCachePath(shape, seed);
-    if (cached.empty() || !loadTensors(cached, want)) {
+    if (cached.empty() || !loadTensors(cached, want, "reference")) {
         std::vector<DeviceBuffer> refInputs;
         for (const auto& in : inputs) {
             refInputs.emplace_back(m_host, in.bytes());
@@ -374,7 +401,7 @@ std::vector<HostTensor> Evaluator::referenceOutputs(
         for (size_t i = 0; i < want.size(); ++i)
             m_host.download(want[i].data(), refOutputs[i].get(), want[i].bytes());
         if (!cached.empty())
-            storeTensors(cached, want);
+            storeTensors(cached, want, "reference");
     }
     if (const std::string bad = referenceProblem(want, shape.label, seed, shape.coverage); !bad.empty())
         throw EvalFailure { FailureKind::WorkerError, m_stage, bad };
@@ -882,6 +909,7 @@ nlohmann::json Evaluator::evaluate(const nlohmann::json& request)
     m_stage = "request";
     m_launches = nullptr;
     m_referenceKey.clear();
+    m_ledger.clear();
     nlohmann::json result = core::protocol::makeMessage("result");
     result["id"] = m_id;
     nlohmann::json checks = nlohmann::json::array();
@@ -984,6 +1012,8 @@ nlohmann::json Evaluator::evaluate(const nlohmann::json& request)
                     } catch (const std::exception& e) {
                         ceilingsError = e.what();
                     }
+                    for (const std::string& w : m_device.takeCacheWarnings())
+                        m_ledger.warn(w);
                 }
                 const core::Roofline roofline = core::computeRoofline(
                     shape.flops, shape.bytes, seconds, core::forComputeUnit(ceilings, shape.compute));
@@ -1091,6 +1121,8 @@ nlohmann::json Evaluator::evaluate(const nlohmann::json& request)
     if (!candidate.compile.command.empty() || !candidate.compile.toolError.empty())
         result["compile"] = candidate.compile.toJson();
     result["checks"] = checks;
+    if (!m_ledger.empty())
+        result["cache"] = m_ledger.toJson();
     // Where the evaluation's wall time went, per stage ("wait" is the queue for the timing lock).
     closeStage();
     result["stage_seconds"] = m_stageSeconds;

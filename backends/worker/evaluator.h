@@ -1,5 +1,6 @@
 #pragma once
 
+#include "cache_integrity.h"
 #include "channel.h"
 #include "checks.h"
 #include "device_backend.h"
@@ -62,8 +63,10 @@ private:
     /// Seeded inputs of `shape`, from the input cache when they are large.
     std::vector<HostTensor> inputsFor(const ShapeSpec& shape, uint64_t seed) const;
     std::filesystem::path referenceCachePath(const ShapeSpec& shape, uint64_t seed) const;
-    bool loadTensors(const std::filesystem::path& path, std::vector<HostTensor>& tensors) const;
-    void storeTensors(const std::filesystem::path& path, const std::vector<HostTensor>& tensors) const;
+    /// Cached tensors, used only when their hash is the one recorded beside them; `kind`
+    /// (inputs, reference) names them in the ledger and in a warning.
+    bool loadTensors(const std::filesystem::path& path, std::vector<HostTensor>& tensors, const char* kind) const;
+    void storeTensors(const std::filesystem::path& path, const std::vector<HostTensor>& tensors, const char* kind) const;
 
     DeviceBackend& m_device;
     DeviceBackend& m_host;
@@ -77,6 +80,7 @@ private:
     std::filesystem::path m_refCache;
     std::string m_referenceKey; // hash of the reference build, for the output cache
     nlohmann::json m_launches; // the candidate's launch profile from the timing stage
+    mutable CacheLedger m_ledger; // the cache entries this request used, for the result's `cache`
 };
 
 } // namespace hone::backends

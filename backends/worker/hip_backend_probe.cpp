@@ -2,6 +2,7 @@
 // and the calibrated ceilings. Split from hip_backend.cpp; needs an AMD GPU to run.
 #include "hip_backend.h"
 
+#include "cache_integrity.h"
 #include "calibration.h"
 #include "core/sha256.h"
 #include "hip_ceilings.h"
@@ -97,10 +98,11 @@ core::Ceilings HipBackend::ceilings(bool force, bool* cached)
         if (!built.ok)
             throw std::runtime_error("cannot compile the HIP calibration kernels: " + built.firstError());
         ensureStream();
-        void* handle = ::dlopen(built.objectPath.c_str(), RTLD_NOW | RTLD_LOCAL);
+        std::string error;
+        void* handle = openVerified(built.objectPath, built.objectSha256, error);
         auto fn = handle ? reinterpret_cast<int (*)(void*, double*)>(::dlsym(handle, "hone_hip_ceilings")) : nullptr;
         if (!fn)
-            throw std::runtime_error("cannot load the HIP calibration kernels");
+            throw std::runtime_error("cannot load the HIP calibration kernels: " + (handle ? std::string("no hone_hip_ceilings") : error));
         double v[3] = { 0, 0, 0 };
         const int rc = fn(m_stream, v);
         synchronize();
@@ -117,7 +119,8 @@ core::Ceilings HipBackend::ceilings(bool force, bool* cached)
                                    : "v_mfma_f32_32x32x8bf16_1k in registers")
             + ", median of 9; built with " + compilerVersion();
         return c;
-    });
+    },
+        &m_cacheWarnings);
 }
 
 } // namespace hone::backends

@@ -1,5 +1,7 @@
 #include "runner_backend.h"
 
+#include "cache_integrity.h"
+
 #include "runner_clock.h"
 #include "runner_wire.h"
 
@@ -380,7 +382,7 @@ RunnerBackend::~RunnerBackend()
     }
 }
 
-std::vector<std::string> RunnerBackend::runnerCommand(const std::string& objectPath) const
+std::vector<std::string> RunnerBackend::runnerCommand() const
 {
     const SandboxInfo& sandbox = sandboxInfo();
     const std::string exe = selfExe();
@@ -400,9 +402,9 @@ std::vector<std::string> RunnerBackend::runnerCommand(const std::string& objectP
         const std::filesystem::path exeDir = std::filesystem::path(exe).parent_path();
         argv.insert(argv.end(), { "--ro-bind", exeDir.string(), exeDir.string() });
         argv.insert(argv.end(), { "--ro-bind-try", (exeDir.parent_path() / "lib").string(), (exeDir.parent_path() / "lib").string() });
-        argv.insert(argv.end(), { "--ro-bind", objectPath, objectPath });
-        // The driver's device nodes and the PCI topology it reads, as for the PyTorch
-        // baseline on a GPU (torch_reference.cpp).
+        // No object file and nothing else of the cache: the object comes with the load, as a
+        // private copy (verifiedCopy). The driver's device nodes and the PCI topology it reads,
+        // as for the PyTorch baseline on a GPU (torch_reference.cpp).
         if (onDevice())
             appendGpuAccess(argv);
     }
@@ -423,7 +425,16 @@ std::unique_ptr<LoadedKernel> RunnerBackend::load(const CompileOutput& object, s
     // this device cannot run candidates, before any runner starts.
     if (onDevice())
         (void)m_inner.stream();
-    const std::vector<std::string> argv = runnerCommand(object.objectPath);
+    // The object's bytes as verified against the cache's manifest (compile), copied once into
+    // memory of this load's own: the runner loads exactly these, and sees no cache file.
+    const int copy = verifiedCopy(object.objectPath, object.objectSha256, error);
+    if (copy < 0)
+        return nullptr;
+    struct CloseCopy {
+        int fd;
+        ~CloseCopy() { ::close(fd); }
+    } closeCopy { copy };
+    const std::vector<std::string> argv = runnerCommand();
 
     int sv[2];
     if (::socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) != 0)
@@ -439,7 +450,7 @@ std::unique_ptr<LoadedKernel> RunnerBackend::load(const CompileOutput& object, s
     const std::string& path = object.objectPath;
     Reply rep;
     try {
-        rep = kernel->exchange(Request { Op::Load, 0, 0, 0, 0 }, std::vector<char>(path.begin(), path.end()), -1, message);
+        rep = kernel->exchange(Request { Op::Load, 0, 0, 0, 0 }, std::vector<char>(path.begin(), path.end()), copy, message);
     } catch (const RunnerDied& e) {
         error = std::string("cannot load the compiled object: ") + e.what();
         return nullptr;

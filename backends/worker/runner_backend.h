@@ -10,7 +10,9 @@
 
 /// Split trust on the CPU: the worker (the judge) compiles, generates inputs, compares outputs
 /// and decides verdicts, but never maps candidate code. Each loaded object runs in its own runner
-/// process (`hone-worker --runner`), started inside a bubblewrap sandbox where one is available.
+/// process (`hone-worker --runner`), started inside a bubblewrap sandbox where one is available,
+/// which loads exactly one object: a private memfd copy of the cached file, verified by hash as
+/// it is copied (the runner sees no cache file, and a second load is refused).
 /// Buffers are shared memory (one memfd each) that the judge maps too; a runner maps only the
 /// buffers of the calls it is asked to make, so the candidate never sees the reference's outputs,
 /// the baseline's inputs or anything else of the judge.
@@ -64,6 +66,7 @@ public:
     }
     nlohmann::json timingInfo() override;
     core::Ceilings ceilings(bool force, bool* cached) override { return m_inner.ceilings(force, cached); }
+    std::vector<std::string> takeCacheWarnings() override { return m_inner.takeCacheWarnings(); }
     std::string clockDisagreement(LoadedKernel& kernel) override;
     bool verifiesEveryTimedCall() const override { return m_memory == Memory::Host; }
     // On a GPU the buffers are the inner backend's: its judge kernels check them.
@@ -97,7 +100,7 @@ private:
 
     bool onDevice() const { return m_memory == Memory::Device; }
     /// The runner's command line: `hone-worker --runner 3 [cuda]`, in the sandbox where enabled.
-    std::vector<std::string> runnerCommand(const std::string& objectPath) const;
+    std::vector<std::string> runnerCommand() const;
 
     DeviceBackend& m_inner;
     Memory m_memory;

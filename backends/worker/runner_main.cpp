@@ -18,6 +18,7 @@
 #include <map>
 #include <memory>
 #include <new>
+#include <string>
 
 namespace hone::backends::runner {
 
@@ -147,28 +148,13 @@ public:
 private:
     void handle(const Request& req, const std::vector<char>& payload, int fd, Reply& rep, std::string& message)
     {
+        if (req.op == Op::Load)
+            return load(payload, fd, rep, message);
         if (m_device)
             return handleOnDevice(req, payload, fd, rep, message);
         switch (req.op) {
-        case Op::Load: {
-            const std::string path(payload.begin(), payload.end());
-            // Never dlclose'd: OpenMP pools and threads a candidate started may outlive a call.
-            void* handle = ::dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
-            if (!handle) {
-                const char* err = ::dlerror();
-                rep.status = Status::LoadFailed;
-                message = std::string("cannot load the compiled object: ") + (err ? err : "unknown dlopen error");
-                return;
-            }
-            ::dlerror();
-            m_fn = reinterpret_cast<RunFn>(::dlsym(handle, "hone_run"));
-            if (!m_fn) {
-                rep.status = Status::MissingEntry;
-                message = "the compiled object exports no 'hone_run'; define extern \"C\" int "
-                          "hone_run(const hone_args*) (include <hone/kernel.h>)";
-            }
-            return;
-        }
+        case Op::Load:
+            break;
         case Op::Map: {
             if (fd < 0)
                 throw std::runtime_error("map request without a buffer");
@@ -193,21 +179,62 @@ private:
         throw std::runtime_error("unknown runner op " + std::to_string(static_cast<uint32_t>(req.op)));
     }
 
+    /// Loads the one object this runner serves: the judge's private copy, received as a
+    /// descriptor (the payload names the cached file, for messages only). A second load is
+    /// refused, so a runner never holds two kernels (or one kernel's leftovers and another).
+    void load(const std::vector<char>& payload, int fd, Reply& rep, std::string& message)
+    {
+        if (m_loaded || fd < 0) {
+            if (fd >= 0)
+                ::close(fd);
+            throw std::runtime_error(m_loaded ? "a runner loads one object only" : "load request without an object");
+        }
+        m_loaded = true;
+        const std::string shown(payload.begin(), payload.end());
+        const std::string path = "/proc/self/fd/" + std::to_string(fd);
+        // The loader's messages name the descriptor; the judge's reader wants the cached file.
+        auto named = [&](std::string text) {
+            for (size_t at = text.find(path); at != std::string::npos; at = text.find(path, at + shown.size()))
+                text.replace(at, path.size(), shown);
+            return text;
+        };
+        if (m_device) {
+            CompileOutput object;
+            object.ok = true;
+            object.objectPath = path;
+            bool missingEntry = false;
+            m_kernel = m_device->load(object, message, missingEntry);
+            ::close(fd); // mapped now, or not at all
+            message = named(message);
+            if (!m_kernel)
+                rep.status = missingEntry ? Status::MissingEntry : Status::LoadFailed;
+            return;
+        }
+        // Never dlclose'd: OpenMP pools and threads a candidate started may outlive a call.
+        void* handle = ::dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
+        ::close(fd);
+        if (!handle) {
+            const char* err = ::dlerror();
+            rep.status = Status::LoadFailed;
+            message = "cannot load the compiled object: " + named(err ? err : "unknown dlopen error");
+            return;
+        }
+        ::dlerror();
+        m_fn = reinterpret_cast<RunFn>(::dlsym(handle, "hone_run"));
+        if (!m_fn) {
+            rep.status = Status::MissingEntry;
+            message = "the compiled object exports no 'hone_run'; define extern \"C\" int "
+                      "hone_run(const hone_args*) (include <hone/kernel.h>)";
+        }
+    }
+
     /// A GPU runner: the device backend in this process owns the context, loads the object,
     /// maps the judge's buffers and times the calls.
     void handleOnDevice(const Request& req, const std::vector<char>& payload, int fd, Reply& rep, std::string& message)
     {
         switch (req.op) {
-        case Op::Load: {
-            CompileOutput object;
-            object.ok = true;
-            object.objectPath.assign(payload.begin(), payload.end());
-            bool missingEntry = false;
-            m_kernel = m_device->load(object, message, missingEntry);
-            if (!m_kernel)
-                rep.status = missingEntry ? Status::MissingEntry : Status::LoadFailed;
-            return;
-        }
+        case Op::Load:
+            break; // load()
         case Op::Map: {
             if (fd < 0)
                 throw std::runtime_error("map request without a buffer");
@@ -324,6 +351,7 @@ private:
     DeviceBackend* m_device; // a GPU runner's device; null on the host
     std::unique_ptr<LoadedKernel> m_kernel; // a GPU runner's loaded object
     RunFn m_fn = nullptr;
+    bool m_loaded = false;
     std::map<uint64_t, Mapping> m_buffers;
 };
 

@@ -19,7 +19,7 @@ class DeviceBackend;
 namespace hone::backends::runner {
 
 enum class Op : uint32_t {
-    Load = 1,  // payload: path of the shared object
+    Load = 1,  // fd: a private copy of the shared object; payload: its path in the cache (for messages)
     Map = 2,   // id: buffer id, arg: bytes; one fd attached
     Unmap = 3, // id: buffer id
     Run = 4,   // arg: 1 when timed; payload: encoded call
