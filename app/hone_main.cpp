@@ -460,7 +460,7 @@ int main(int argc, char** argv)
     run->add_option("--budget", opts.budget, "evaluations, seeds and cache hits included")->check(CLI::Range(1, 1000000));
     run->add_option("--workers", opts.workers, "parallel evaluations")->check(CLI::Range(1, 256));
     run->add_option("--seed", opts.seed, "random seed of the search");
-    run->add_option("--policy", opts.policy, "selection policy (uct, evolutionary, greedy, random) or knob-space policy (uniform, hillclimb, anneal, genetic, tpe, guided, hybrid); docs/SEARCH.md")->check(CLI::IsMember(core::allPolicyNames()));
+    run->add_option("--policy", opts.policy, "knob-space policy (hybrid, the default with --synth knob; uniform, hillclimb, anneal, genetic, tpe, guided) or selection policy (uct, the default with --synth llm; evolutionary, greedy, random); docs/SEARCH.md")->check(CLI::IsMember(core::allPolicyNames()));
     run->add_option("--target-speedup", opts.targetSpeedup, "stop once this speedup is reached (0: no target)");
     run->add_option("--stall", opts.stall, "stop after N evaluations without a 1% gain (0: never)");
     run->add_option("--time-limit", opts.timeLimitSeconds, "stop after this many seconds (0: no limit)");
@@ -565,6 +565,10 @@ int main(int argc, char** argv)
             g.workersGiven = run->count("--workers") > 0;
             opts.problemDir = problem;
             app::applyLlmOptions(llmOpts, opts);
+            // The default search (docs/SEARCH.md, "The default knob search"): hybrid for the knob
+            // synthesizer, uct for an LLM (it needs a node to expand).
+            if (run->count("--policy") == 0)
+                opts.policy = core::defaultPolicy(opts.synth);
             return cmdRun(g, opts, json, std::nullopt, 0, llmOpts);
         }
         if (*resume)

@@ -7,6 +7,7 @@
 #include "core/replay.h"
 #include "core/selection_policy.h"
 #include "core/store.h"
+#include "knowledge/skills.h"
 
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
@@ -38,6 +39,10 @@ struct ReplayCliOptions {
     std::optional<int> evoArchive;
     std::optional<int> evoTournament;
     std::string actsFrom; // a problem or seeds folder whose hone:knob acts= the recorded sources adopt
+    std::string skill;       // a move skill (JSON) the hybrid policy applies
+    std::string learnMoves;  // write the move skill learnt from the table here
+    std::optional<double> skillWeight;
+    std::optional<int> skillStartup;
 };
 
 /// The knob spaces of the seed files in `dir` (its seeds/ folder when it has one), by file name.
@@ -106,6 +111,40 @@ int cmdReplay(const ReplayCliOptions& o, const std::string& storePath)
     auto table = core::ReplayTable::fromStore(store, o.sessions);
     const int adopted = o.actsFrom.empty() ? 0 : table.adoptActs(seedSpaces(o.actsFrom));
     const auto [knobCount, withActs] = table.actsCoverage();
+    if (!o.learnMoves.empty()) {
+        core::MoveSkill learnt = core::learnMoveSkill(table);
+        const auto dump = knowledge::loadSession(store, o.sessions.front());
+        learnt.arch = knowledge::sessionArch(dump);
+        learnt.learntFrom = dump.problem + ", session " + std::to_string(o.sessions.front()) + " of " + storePath;
+        std::ofstream f(o.learnMoves, std::ios::binary);
+        f << learnt.toJson().dump(2) << "\n";
+        if (!f)
+            throw CliError(ExitCode::Input, "--learn-moves: cannot write " + o.learnMoves);
+        if (!o.json) {
+            std::printf("move skill learnt from %s (%s), %zu kinds of move, written to %s:\n", learnt.learntFrom.c_str(),
+                learnt.arch.c_str(), learnt.stats.size(), o.learnMoves.c_str());
+            for (const auto& line : learnt.statements())
+                std::printf("  %s\n", line.c_str());
+            std::printf("\n");
+        }
+    }
+    std::shared_ptr<const core::MoveSkill> skill;
+    if (!o.skill.empty()) {
+        std::ifstream f(o.skill, std::ios::binary);
+        if (!f)
+            throw CliError(ExitCode::Input, "--skill: cannot read " + o.skill);
+        nlohmann::json j;
+        try {
+            j = nlohmann::json::parse(f);
+        } catch (const nlohmann::json::exception& e) {
+            throw CliError(ExitCode::Usage, "--skill: " + o.skill + " is not JSON (" + e.what() + ")");
+        }
+        try {
+            skill = std::make_shared<const core::MoveSkill>(core::MoveSkill::fromJson(j, o.skill));
+        } catch (const std::runtime_error& e) {
+            throw CliError(ExitCode::Usage, std::string("--skill: ") + e.what());
+        }
+    }
     const int budget = o.budget > 0 ? o.budget : static_cast<int>(table.size());
     const auto [fewest, most] = table.timingsPerCandidate();
     const std::string noise = most > 1
@@ -143,6 +182,11 @@ int cmdReplay(const ReplayCliOptions& o, const std::string& storePath)
             // The statistics need no evaluation past the target (the best, with --to-best).
             ro.stopAtBest = o.toBest;
             ro.stopAtWithin5 = !o.toBest;
+            ro.knobPolicy.hybrid.skill = skill;
+            if (o.skillWeight)
+                ro.knobPolicy.hybrid.skillWeight = *o.skillWeight;
+            if (o.skillStartup)
+                ro.knobPolicy.hybrid.skillStartup = *o.skillStartup;
             if (o.uctC || o.uctWidening) {
                 core::UctParams u = o.uctWidening ? core::UctParams::legacy() : table.recording().uct;
                 if (o.uctC)
@@ -226,6 +270,13 @@ void addReplayCommand(CLI::App& app, const std::string& storePath)
     cmd->add_option("--acts-from", o->actsFrom,
         "a problem (or seeds) folder: recorded sources of the same file name take its knobs' acts= declarations "
         "(for the guided policy on recordings made before they existed)");
+    cmd->add_option("--skill", o->skill,
+        "a move skill (JSON from --learn-moves) that orders the hybrid policy's moves (docs/SEARCH.md, \"Skills that transfer\")");
+    cmd->add_option("--skill-weight", o->skillWeight, "weight of the skill's log-odds in the hybrid's neighbour score (default 2)");
+    cmd->add_option("--skill-startup", o->skillStartup,
+        "with --skill: uniform samples (seeds included) before the hybrid's model and skill are used (default 3)");
+    cmd->add_option("--learn-moves", o->learnMoves,
+        "write the move skill learnt from the table's one-knob pairs (after --acts-from) to this file");
     cmd->add_option("--seeds", o->seeds, "replays per policy, seeds S, S+1, ... (default 1000)")
         ->check(CLI::Range(1, 100000));
     cmd->add_flag("--runs", o->runs, "also print (or list in --json) every replay's numbers");

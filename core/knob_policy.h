@@ -1,6 +1,7 @@
 #pragma once
 
 #include "core/knobs.h"
+#include "core/move_skill.h"
 #include "core/search_tree.h"
 
 #include <cstdint>
@@ -98,6 +99,11 @@ struct HybridParams {
     int startup = 6;          // uniform samples before the model is used (known results, seeds included)
     double localBonus = 0;    // a neighbour wins over the model's global candidate unless that scores this much higher (log l/g)
     TpeParams tpe {10, 24, 0.2, 25, 1.0}; // the model (its startup unused): good group the best 20%
+    /// A skill that transfers (docs/SEARCH.md): its log-odds for a neighbour's move, times
+    /// skillWeight, is added to the model's score of that neighbour. Null: no skill.
+    std::shared_ptr<const MoveSkill> skill;
+    double skillWeight = 2.0;
+    int skillStartup = 3; // with a skill: uniform samples before the model and the skill are used (seeds included)
 };
 
 struct KnobPolicyParams {
@@ -124,9 +130,9 @@ public:
 std::unique_ptr<KnobPolicy> makeKnobPolicy(const std::string& name, std::shared_ptr<const KnobDomain> domain,
     uint64_t sessionSeed, const KnobPolicyParams& params = {});
 
-/// The proposed default policy (docs/SEARCH.md, "The default knob search"): `hybrid` for the
+/// The default policy (docs/SEARCH.md, "The default knob search"): `hybrid` for the
 /// knob synthesizer, `uct` otherwise (an LLM needs a node to expand; a sweep runs no policy).
-/// `hone run` does not use it yet: its default is still `uct`.
+/// `hone run` and the workbench's launcher use it when no policy is given.
 std::string defaultPolicy(const std::string& synth);
 
 /// The names makeKnobPolicy accepts.

@@ -12,7 +12,7 @@ namespace {
 /// (TpeModel, with the hybrid's own parameters) and draws one global candidate g from it. The
 /// climb (Base::climb: the current point, free steps onto known faster neighbours) then offers
 /// the unseen one-knob neighbour n of the current point that the model scores highest (ties in a
-/// random order). If score(g) > score(n) + localBonus, g is proposed instead and the climb goes
+/// random order; with a skill, its log-odds for the neighbour's move joins the score). If score(g) > score(n) + localBonus, g is proposed instead and the climb goes
 /// on from it (a jump); else n. At a local optimum the climb restarts from g. So on spaces whose
 /// good region the model has found, the policy climbs; where the model sees something better than
 /// every neighbour, it jumps there.
@@ -30,7 +30,8 @@ public:
         sync(tree);
         auto obs = TpeModel::observe(
             tree, [&](NodeId id) { return pointOfNode(id); }, [&](size_t p) { return nodeAt(p); });
-        if (static_cast<int>(obs.size()) < m_p.startup) {
+        const int startup = m_p.skill && !m_p.skill->empty() ? m_p.skillStartup : m_p.startup;
+        if (static_cast<int>(obs.size()) < startup) {
             auto p = freshPoint();
             return p ? std::optional<KnobMove>(fresh(*p)) : std::nullopt;
         }
@@ -40,13 +41,13 @@ public:
         bool jump = false;
         auto step = climb(
             tree,
-            [&](size_t, const Node&, const std::vector<size_t>& unseen) {
+            [&](size_t p, const Node& current, const std::vector<size_t>& unseen) {
                 size_t start = below(rng, unseen.size());
                 size_t best = unseen[start];
                 double bestScore = -std::numeric_limits<double>::infinity();
                 for (size_t i = 0; i < unseen.size(); ++i) {
                     size_t q = unseen[(start + i) % unseen.size()];
-                    double sc = model.score(q);
+                    double sc = model.score(q) + skillTerm(p, q, current.bound);
                     if (sc > bestScore) {
                         best = q;
                         bestScore = sc;
@@ -67,6 +68,20 @@ public:
     }
 
 private:
+    /// The skill's opinion of the move p -> q (one knob) from a point diagnosed `bound`.
+    double skillTerm(size_t p, size_t q, const std::string& bound) const
+    {
+        if (!m_p.skill || m_p.skill->empty())
+            return 0;
+        const auto& src = m_domain->sources()[m_domain->sourceOf(p)];
+        for (size_t k = 0; k < src.knobs.size(); ++k)
+            if (m_domain->value(p, k) != m_domain->value(q, k))
+                return m_p.skillWeight
+                    * m_p.skill->logOdds(bound, src.knobs[k].name, src.knobs[k].acts,
+                        m_domain->value(q, k) > m_domain->value(p, k) ? 1 : -1);
+        return 0;
+    }
+
     HybridParams m_p;
 };
 

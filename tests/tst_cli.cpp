@@ -258,7 +258,8 @@ private slots:
             qPrintable(run.out));
         const QString policyLine = entry(QStringLiteral("--policy"));
         QVERIFY2(policyLine.contains(QStringLiteral("{uct,evolutionary,greedy,random,uniform,hillclimb,anneal,genetic,tpe,guided,hybrid}"))
-                && policyLine.contains(QStringLiteral("(default: uct)")),
+                && policyLine.contains(QStringLiteral("hybrid, the default with --synth knob"))
+                && policyLine.contains(QStringLiteral("uct, the default with --synth llm")),
             qPrintable(policyLine));
     }
 

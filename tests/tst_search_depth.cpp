@@ -551,7 +551,9 @@ private slots:
             QString::fromStdString(workerPath()), "--no-skills"};
         auto run = [&](const QStringList& extra) {
             QProcess p;
-            p.start(cli, common + QStringList {"run", QString::fromStdString(problem.string()), "--budget", "6"} + extra);
+            // Memory operators steer the knob synthesizer under a selection policy: uct, not the
+            // default knob-space policy.
+            p.start(cli, common + QStringList {"run", QString::fromStdString(problem.string()), "--budget", "6", "--policy", "uct"} + extra);
             const bool finished = p.waitForFinished(300000);
             const QByteArray out = p.readAllStandardOutput();
             const QByteArray err = p.readAllStandardError();

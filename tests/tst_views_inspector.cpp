@@ -1196,7 +1196,8 @@ void TestViewsInspector::inspectorOnRealSearch()
     QVERIFY(dir.isValid());
     const QString db = dir.path() + "/run.db";
     int rc = -1;
-    runCli({ "--store", db, "run", kSoftmax, "--budget", "3", "--workers", "1" }, &rc, 300000);
+    // uct: a knob synthesizer's mutation child (the default knob-space policy names its own origins).
+    runCli({ "--store", db, "run", kSoftmax, "--budget", "3", "--workers", "1", "--policy", "uct" }, &rc, 300000);
     QCOMPARE(rc, 0);
     core::Store store(db.toStdString());
     const auto sessions = store.sessions();

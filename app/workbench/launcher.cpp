@@ -82,9 +82,13 @@ Launcher::Launcher(QWidget* parent)
     connect(m_synth, &QComboBox::currentTextChanged, this,
         [this](const QString& synth) { m_llmBox->setVisible(synth == "llm"); });
     m_policy = new QComboBox(this);
-    // uct first (the default); the knob-space policies need --synth knob (docs/SEARCH.md).
+    // The knob-space policies need --synth knob (docs/SEARCH.md); the default follows the synthesizer.
     for (const auto& name : core::allPolicyNames())
         m_policy->addItem(QString::fromStdString(name));
+    m_policy->setCurrentText(QString::fromStdString(core::defaultPolicy(m_synth->currentText().toStdString())));
+    connect(m_synth, &QComboBox::currentTextChanged, this, [this](const QString& synth) {
+        m_policy->setCurrentText(QString::fromStdString(core::defaultPolicy(synth.toStdString())));
+    });
     form->addRow(tr("Policy"), m_policy);
     m_memoryOp = new QComboBox(this);
     m_memoryOp->addItems({"auto", "inherit", "compare", "combine", "restart"});
