@@ -465,6 +465,7 @@ Environment environmentFrom(const json& j, const std::string& path)
     e.backend = in.get<std::string>("backend", {});
     e.compiler = in.opt<std::string>("compiler");
     e.flags = in.opt<std::string>("flags");
+    e.cpuFlags = in.opt<std::string>("cpu_flags");
     e.extra = in.rest();
     return e;
 }
@@ -683,6 +684,7 @@ json toJson(const Environment& e)
     json j = { { "device", e.device }, { "backend", e.backend } };
     put(j, "compiler", e.compiler);
     put(j, "flags", e.flags);
+    put(j, "cpu_flags", e.cpuFlags);
     return withExtra(std::move(j), e.extra);
 }
 

@@ -221,6 +221,7 @@ struct Environment {
     std::string backend;                        // cpu | cuda | hip
     std::optional<std::string> compiler;
     std::optional<std::string> flags;           // the compile flags used
+    std::optional<std::string> cpuFlags;        // `cpu_flags`: the worker's CPU features (/proc/cpuinfo)
     nlohmann::json extra = nlohmann::json::object(); // cores, host, ...
 };
 

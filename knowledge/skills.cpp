@@ -173,11 +173,13 @@ SessionDump loadSession(const core::Store& store, int64_t session)
         ev.medianNs = e.medianNs;
         ev.bound = e.bound;
         ev.failureKind = e.failureKind;
-        ev.evidence = e.evalResult().evidence();
+        const auto result = e.evalResult();
+        ev.evidence = result.evidence();
         if (d.device.empty())
             d.device = e.device;
-        if (d.cpuFlags.empty() && e.result.contains("environment") && e.result["environment"].is_object())
-            d.cpuFlags = e.result["environment"].value("cpu_flags", std::string());
+        // The worker's CPU features, not this host's: a remote worker's arch names its skill.
+        if (d.cpuFlags.empty() && result.environment && result.environment->cpuFlags)
+            d.cpuFlags = *result.environment->cpuFlags;
         d.evaluations.push_back(std::move(ev));
     }
     return d;

@@ -211,8 +211,14 @@ private slots:
         e.nodeId = 2;
         e.cacheKey = "k2";
         e.speedup = 1.8;
+        // The worker reports its CPU's features: the skill's arch is the worker's, not this host's.
+        e.result = { { "protocol", core::protocol::kVersion }, { "type", "result" }, { "status", "ok" },
+            { "diagnosis", { { "bound", "memory" }, { "evidence", "memory-bound: 20% of copy bandwidth" } } },
+            { "environment", { { "device", "cpu: Test" }, { "backend", "cpu" }, { "cpu_flags", "fpu sse2 avx512f" } } } };
         store.insertEvaluation(session, e);
         SessionDump d = loadSession(store, session);
+        QCOMPARE(d.cpuFlags, std::string("fpu sse2 avx512f"));
+        QVERIFY2(sessionArch(d).find("avx512") != std::string::npos, sessionArch(d).c_str());
         QCOMPARE(d.family, spec.family);
         QCOMPARE(d.nodes.size(), size_t(3));
         QCOMPARE(d.nodes[2].source, std::string("tuned.cpp"));

@@ -577,6 +577,8 @@ private slots:
         QCOMPARE(sum.shapeResults()[2].medianNs(), r["shapes"][2]["timing"]["median_ns"].get<double>());
         QVERIFY(!sum.isScreened());
         QCOMPARE(sum.toJson(), r);
+        // The worker names its CPU's features (what a skill learnt from this session is for).
+        QVERIFY2(sum.environment && !sum.environment->cpuFlags.value_or("").empty(), r["environment"].dump().c_str());
 
         // Under the screening speedup on the first shape: the others are not timed.
         req["id"] = "screened";

@@ -1160,7 +1160,7 @@ nlohmann::json Evaluator::evaluate(const nlohmann::json& request)
     result["stage_seconds"] = m_stageSeconds;
     result["environment"] = { { "device", m_device.deviceName() }, { "backend", m_device.kind() },
         { "compiler", m_device.compilerVersion() }, { "cores", cpuCores() }, { "host", hostName() },
-        { "flags", flagsUsed } };
+        { "flags", flagsUsed }, { "cpu_flags", cpuFeatureFlags() } };
     m_request = nullptr;
     m_channel.clearContext();
     return result;
