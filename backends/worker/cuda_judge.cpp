@@ -6,23 +6,13 @@
 #include "cuda_driver.h"
 #include "core/dtype.h"
 #include "hone_embedded.h"
+#include "tensors.h"
 
 #include <dlfcn.h>
 
 #include <cstring>
 
 namespace hone::backends {
-
-namespace {
-
-// backends/worker/tensors.cpp's poison patterns (HostTensor::poison), by element width.
-constexpr uint32_t kPoisonF32 = 0x7FC0DEADu;
-constexpr unsigned long long kPoisonF64 = 0x7FF8DEADBEEFDEADull;
-constexpr uint16_t kPoisonF16 = 0x7E01u;
-constexpr uint16_t kPoisonBF16 = 0x7FC1u;
-constexpr unsigned char kPoisonByte = 0xA5;
-
-} // namespace
 
 std::string CudaBackend::prepareDeviceChecks()
 {

@@ -15,12 +15,6 @@
 namespace hone::backends {
 namespace {
 
-constexpr uint32_t kPoisonF32 = 0x7FC0DEADu;
-constexpr uint64_t kPoisonF64 = 0x7FF8DEADBEEFDEADull;
-constexpr uint16_t kPoisonF16 = 0x7E01u;
-constexpr uint16_t kPoisonBF16 = 0x7FC1u;
-constexpr unsigned char kPoisonByte = 0xA5;
-
 using hone_draws::fnv1a;
 
 double number(const nlohmann::json& init, const char* key, double fallback)

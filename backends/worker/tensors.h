@@ -48,6 +48,15 @@ struct TensorDesc {
 /// Reads `inputs` or `outputs` of a resolved shape; `where` prefixes error messages.
 std::vector<TensorDesc> parseTensors(const nlohmann::json& shape, const char* key, const std::string& where);
 
+/// The poison patterns of outputs (HostTensor::poison): NaNs with a payload for floats, 0xA5
+/// bytes for integers. The judge's device fill uses the same (cuda_judge.cpp; the kernels'
+/// own copy in resources/calibration/cuda_judge.cu is checked against them by tst_cuda_judge).
+inline constexpr uint32_t kPoisonF32 = 0x7FC0DEADu;
+inline constexpr uint64_t kPoisonF64 = 0x7FF8DEADBEEFDEADull;
+inline constexpr uint16_t kPoisonF16 = 0x7E01u;
+inline constexpr uint16_t kPoisonBF16 = 0x7FC1u;
+inline constexpr unsigned char kPoisonByte = 0xA5;
+
 /// A 64-byte aligned host buffer holding one tensor.
 class HostTensor {
 public:
