@@ -654,6 +654,10 @@ extern "C" int hone_run(const hone_args* a)
             timing.baseline->samplesNs.push_back(i < 10 ? 800.0 : 20000.0); // ten pairs slower than the baseline
         timing.stats.cv = 0.98;
         noisy.cv = 0.98;
+        // The real search's best may come out slower on some shape on a loaded machine; that
+        // concern is not this test's subject, so the node's per-shape verdict is made clean.
+        if (noisy.result->objective)
+            noisy.result->objective->slowerOn.clear();
         data.apply({{noisy}, {}});
 
         views::Selection selection;
@@ -666,14 +670,15 @@ extern "C" int hone_run(const hone_args* a)
         const QString concerns = panel.concernTexts().join('\n');
         QVERIFY2(concerns.contains(QLatin1String("CV 98.0%")), qPrintable(concerns));
         QVERIFY2(concerns.contains(QLatin1String("includes 1x")), qPrintable(concerns));
-        // Shown as a list of two items, not as text with the list's tags in it.
+        // Shown as a list with one item per concern, not as text with the list's tags in it.
         const auto* shown = panel.findChild<QLabel*>(QStringLiteral("concerns"));
         QVERIFY(shown);
         QTextDocument doc;
         doc.setHtml(shown->text());
         const QString plain = doc.toPlainText();
         QVERIFY2(!plain.contains(QLatin1String("<li>")) && !plain.contains(QLatin1String("</li>")), qPrintable(plain));
-        QVERIFY2(shown->text().count(QLatin1String("<li>")) == 2, qPrintable(shown->text()));
+        QVERIFY2(shown->text().count(QLatin1String("<li>")) == panel.concernTexts().size(), qPrintable(shown->text()));
+        QVERIFY2(panel.concernTexts().size() >= 2, qPrintable(concerns));
         QVERIFY(panel.justificationEdit()->isEnabled());
         panel.reviewerEdit()->setText(QStringLiteral("carol"));
         panel.noteEdit()->setPlainText(QStringLiteral("looks fine"));
