@@ -504,22 +504,24 @@ int runBench(const BenchOptions& o, const std::string& storePath, const Executor
             const auto src = node ? store.source(node->sourceHash) : std::nullopt;
             const core::Seed* base = spec.baselineSeed();
             if (src && base) {
-                nlohmann::json req = core::protocol::makeMessage("eval");
-                req["id"] = "profile-" + spec.name;
-                req["problem"] = core::resolveProblem(spec);
-                req["candidate"] = { { "name", src->name }, { "lang", src->lang }, { "source", src->text },
-                    { "knobs", node->knobs }, { "flags", node->flags } };
-                req["stages"] = { "compile", "check", "time", "profile" };
-                req["config"] = { { "seeds", { 1, 2, 3 } }, { "samples", 20 }, { "warmup", 3 }, { "timing_shape", 0 } };
+                core::protocol::EvalRequest req = core::protocol::EvalRequest::forProblem(core::resolveProblem(spec));
+                req.id = "profile-" + spec.name;
+                req.candidate = core::protocol::SourceSpec::fromJson(
+                    { { "name", src->name }, { "lang", src->lang }, { "source", src->text }, { "knobs", node->knobs },
+                        { "flags", node->flags } },
+                    "the best node", src->name);
+                req.wantProfile = true;
+                req.seeds = { 1, 2, 3 };
+                req.samples = 20;
                 backends::WorkerLimits limits;
                 limits.stageSeconds = 900;
                 limits.memoryMiB = 65536;
                 limits.addressSpaceLimit = false;
                 core::protocol::EvalResult res;
                 try {
-                    res = core::protocol::EvalResult::fromJson(backends::runWorker(exec->command(), req, limits));
+                    res = core::protocol::EvalResult::fromJson(backends::runWorker(exec->command(), req.toJson(), limits));
                 } catch (const core::protocol::ProtocolError& e) {
-                    res = core::protocol::EvalResult::failed(req["id"].get<std::string>(), core::protocol::FailureKind::ProtocolError, "profile", e.what());
+                    res = core::protocol::EvalResult::failed(req.id, core::protocol::FailureKind::ProtocolError, "profile", e.what());
                 }
                 if (res.profile) {
                     row["profile"] = res.profile->toJson();

@@ -352,29 +352,22 @@ int cmdEval(const Globals& g, const std::string& problemDir, const std::string& 
         throw app::CliError(app::ExitCode::Usage, "--flags: " + err);
     const core::Seed* base = spec.baselineSeed();
     core::KnobSpace baseSpace = core::parseKnobSpace(base->source, base->fileName);
-    nlohmann::json baseKnobs = nlohmann::json::object();
-    for (const auto& [k, v] : baseSpace.initial().value_or(core::KnobValues {}))
-        baseKnobs[k] = v;
-    nlohmann::json candKnobs = nlohmann::json::object();
-    for (const auto& [k, v] : knobs)
-        candKnobs[k] = v;
     std::string lang = name.ends_with(".cu") ? "cuda" : name.ends_with(".hip") ? "hip" : "cpp";
-    nlohmann::json req = core::protocol::makeMessage("eval");
-    req["id"] = "eval-" + name;
-    req["problem"] = core::resolveProblem(spec);
-    req["candidate"] = {{"name", name}, {"lang", lang}, {"source", source}, {"knobs", candKnobs}, {"flags", flags}};
-    req["baseline"] = {{"name", base->fileName}, {"lang", base->lang}, {"source", base->source}, {"knobs", baseKnobs},
-        {"flags", baseSpace.flags}};
-    req["stages"] = {"compile", "check", "time"};
-    req["config"] = {{"seeds", {1, 2, 3}}, {"samples", 25}, {"warmup", 3}, {"timing_shape", 0}};
-    if (spec.benchShapes.size() > 1) { // a shape set: every shape, in file order, none screened
-        req["config"]["timing_shapes"] = nlohmann::json::array();
-        for (size_t i = 0; i < spec.benchShapes.size(); ++i)
-            req["config"]["timing_shapes"].push_back(i);
+    core::protocol::EvalRequest req;
+    try {
+        req = core::protocol::EvalRequest::forProblem(core::resolveProblem(spec));
+    } catch (const core::protocol::RequestError& e) {
+        throw app::CliError(app::ExitCode::Input, problemDir + ": " + e.what());
     }
-    req["limits"] = {{"compile_s", 120}, {"run_s", 60}};
+    req.id = "eval-" + name;
+    req.candidate = {name, lang, source, knobs, flags};
+    req.baseline = core::protocol::SourceSpec {base->fileName, base->lang, base->source,
+        baseSpace.initial().value_or(core::KnobValues {}), baseSpace.flags};
+    req.seeds = {1, 2, 3};
+    for (size_t i = 0; spec.benchShapes.size() > 1 && i < spec.benchShapes.size(); ++i)
+        req.timingShapes.push_back(i); // a shape set: every shape, in file order, none screened
     auto exec = makeExecutor(g, 1, lang == "cuda" ? "cuda" : lang == "hip" ? "hip" : "cpu");
-    exec->submit(core::EvalJob {req["id"], req});
+    exec->submit(core::EvalJob {req.id, req.toJson()});
     std::optional<core::EvalDone> done;
     while (!done)
         done = exec->next(std::chrono::milliseconds(500));

@@ -190,7 +190,11 @@ void Engine::setup(const RunOptions& options)
         throw std::runtime_error("at least 3 check seeds are required; got " + std::to_string(m_options.checkSeeds.size()));
     ProblemSpec spec = loadProblem(m_options.problemDir);
     m_problemHash = spec.contentHash;
-    m_problemJson = resolveProblem(spec);
+    try {
+        m_problemRequest = protocol::EvalRequest::forProblem(resolveProblem(spec));
+    } catch (const protocol::RequestError& e) {
+        throw std::runtime_error("problem " + spec.name + " does not resolve to a valid eval request: " + e.what());
+    }
     try {
         m_memory = MemoryPolicy(m_options.memoryOp, m_options.restartAfter);
     } catch (const std::invalid_argument& e) {
@@ -289,8 +293,7 @@ void Engine::setup(const RunOptions& options)
     std::string baseHash = sha256Hex(base->source);
     const KnobSpace* baseSpace = m_synth.space(baseHash);
     KnobValues baseKnobs = baseSpace ? baseSpace->initial().value_or(KnobValues {}) : KnobValues {};
-    m_baselineCandidate = {{"name", base->fileName}, {"lang", base->lang}, {"source", base->source},
-        {"knobs", knobsToJson(baseKnobs)}, {"flags", baseSpace ? baseSpace->flags : std::string()}};
+    m_baseline = {base->fileName, base->lang, base->source, baseKnobs, baseSpace ? baseSpace->flags : std::string()};
 }
 
 Report Engine::run(const RunOptions& options, EngineObserver* observer)
@@ -453,29 +456,24 @@ Report Engine::resume(int64_t sessionId, EngineObserver* observer, int extraBudg
     return loop(observer);
 }
 
-nlohmann::json Engine::makeEvalRequest(NodeId id) const
+protocol::EvalRequest Engine::makeEvalRequest(NodeId id) const
 {
     const Node& n = m_tree.node(id);
     const auto& src = m_sources.at(n.sourceHash);
-    nlohmann::json candidate = {{"name", src.first}, {"lang", langOf(src.first)}, {"source", src.second},
-        {"knobs", knobsToJson(n.knobs)}, {"flags", n.flags}};
-    nlohmann::json req = protocol::makeMessage("eval");
-    req["id"] = "s" + std::to_string(m_session) + "-n" + std::to_string(id);
-    req["problem"] = m_problemJson;
-    req["candidate"] = std::move(candidate);
-    req["baseline"] = m_baselineCandidate;
-    req["stages"] = {"compile", "check", "time"};
-    // Without timing_seed and recheck_seed: the worker's defaults (1, 1000), and the cache keys
+    protocol::EvalRequest req = m_problemRequest;
+    req.id = "s" + std::to_string(m_session) + "-n" + std::to_string(id);
+    req.candidate = {src.first, langOf(src.first), src.second, n.knobs, n.flags};
+    req.baseline = m_baseline;
+    // timing_seed and recheck_seed stay at the worker's defaults (1, 1000), so the cache keys
     // of earlier sessions stay as they were.
-    req["config"] = {{"seeds", m_options.checkSeeds}, {"samples", m_options.samples}, {"warmup", m_options.warmup},
-        {"timing_shape", m_timingOrder.empty() ? size_t(0) : m_timingOrder.front()}};
-    if (m_timingOrder.size() > 1) {
-        nlohmann::json order = nlohmann::json::array();
-        for (size_t i : m_timingOrder)
-            order.push_back(i);
-        req["config"]["timing_shapes"] = order;
-    }
-    req["limits"] = {{"compile_s", m_options.compileLimitSeconds}, {"run_s", m_options.runLimitSeconds}};
+    req.seeds.assign(m_options.checkSeeds.begin(), m_options.checkSeeds.end());
+    req.samples = m_options.samples;
+    req.warmup = m_options.warmup;
+    req.timingShape = m_timingOrder.empty() ? size_t(0) : m_timingOrder.front();
+    if (m_timingOrder.size() > 1)
+        req.timingShapes.assign(m_timingOrder.begin(), m_timingOrder.end());
+    req.compileSeconds = m_options.compileLimitSeconds;
+    req.runSeconds = m_options.runLimitSeconds;
     return req;
 }
 

@@ -7,6 +7,7 @@
 #include "core/knob_synth.h"
 #include "core/objective.h"
 #include "core/memory_policy.h"
+#include "core/eval_request.h"
 #include "core/eval_result.h"
 #include "core/search_tree.h"
 #include "core/selection_policy.h"
@@ -264,7 +265,7 @@ private:
 
     /// The worker request that evaluates `id` in the search (the cache key covers it). With
     /// several bench shapes it times them all, the heaviest first (no screening).
-    nlohmann::json makeEvalRequest(NodeId id) const;
+    protocol::EvalRequest makeEvalRequest(NodeId id) const;
     /// Records the objective (the weighted geometric mean over the bench shapes) in
     /// `r.objective`, which `r.speedup()` then gives; `screenScale` estimates a screened result.
     Objective applyObjective(NodeId id, protocol::EvalResult& r, double screenScale) const;
@@ -309,8 +310,8 @@ private:
     RunOptions m_options;
     int64_t m_session = 0;
     std::string m_problemHash;
-    nlohmann::json m_problemJson;
-    nlohmann::json m_baselineCandidate;
+    protocol::EvalRequest m_problemRequest; // the resolved problem; every request copies it
+    protocol::SourceSpec m_baseline;
     std::string m_device;
     std::string m_toolchain;
     nlohmann::json m_ceilings;

@@ -73,11 +73,11 @@ private:
     static constexpr NodeId kBaselineNode = 1;
 
     void emitProgress();
-    std::string cacheKeyOf(const nlohmann::json& req) const;
+    std::string cacheKeyOf(const protocol::EvalRequest& req) const;
     void storeResult(NodeId id, const std::string& key, const protocol::EvalResult& r, bool fromCache);
     /// Decodes a worker's reply; one that breaks the format becomes a protocol_error failure.
     static protocol::EvalResult decode(const std::string& id, const nlohmann::json& result);
-    void screenFor(NodeId id, nlohmann::json& req);
+    void screenFor(NodeId id, protocol::EvalRequest& req);
     std::optional<NodeId> propose();
     /// Sends a proposed node to the executor, or takes its result from the cache or from the
     /// synthesizer's rejection (a reply that never became a kernel).
@@ -149,13 +149,13 @@ void Engine::Loop::emitProgress()
         m_observer->progressChanged(m_progress);
 }
 
-std::string Engine::Loop::cacheKeyOf(const nlohmann::json& req) const
+std::string Engine::Loop::cacheKeyOf(const protocol::EvalRequest& req) const
 {
-    nlohmann::json config = req["config"];
+    nlohmann::json config = req.configToJson();
     config.erase("screen_speedup"); // a screened hit is checked against the threshold instead
     config.erase("screen_probe");
-    nlohmann::json keyed = {{"problem", e.m_problemHash}, {"candidate", req["candidate"]},
-        {"baseline", req["baseline"]}, {"config", config}, {"device", e.m_device}, {"toolchain", e.m_toolchain}};
+    nlohmann::json keyed = {{"problem", e.m_problemHash}, {"candidate", req.candidate.toJson()},
+        {"baseline", req.baseline ? req.baseline->toJson() : nlohmann::json()}, {"config", config}, {"device", e.m_device}, {"toolchain", e.m_toolchain}};
     return sha256Hex(dumpJson(keyed)); // the same bytes as dump() for valid text; never throws
 }
 
@@ -207,7 +207,7 @@ protocol::EvalResult Engine::Loop::decode(const std::string& id, const nlohmann:
 // Screening (docs/SEARCH.md, "Shape sets"): the other shapes are timed only for a candidate
 // within kScreenFraction of the best full result on the screening shape. Decided from the
 // results applied when the node is proposed, so the tree depends on results alone.
-void Engine::Loop::screenFor(NodeId id, nlohmann::json& req)
+void Engine::Loop::screenFor(NodeId id, protocol::EvalRequest& req)
 {
     if (e.m_timingOrder.size() < 2)
         return;
@@ -230,13 +230,15 @@ void Engine::Loop::screenFor(NodeId id, nlohmann::json& req)
     m_screenScale[id] = scale;
     if (!(bestScreen > 0))
         return;
-    req["config"]["screen_speedup"] = kScreenFraction * bestScreen;
+    req.screenSpeedup = kScreenFraction * bestScreen;
     // The probe shape, the others in turn by node id: a candidate screened out on the heaviest
     // shape is still timed there, and on all where it at least ties the best full result on it
     // (a specialist the portfolio can deploy for that shape).
     const size_t probe = e.m_timingOrder[1 + static_cast<size_t>(id) % (e.m_timingOrder.size() - 1)];
-    if (auto it = bestOn.find(probe); it != bestOn.end() && it->second > 0)
-        req["config"]["screen_probe"] = { { "index", probe }, { "speedup", it->second } };
+    if (auto it = bestOn.find(probe); it != bestOn.end() && it->second > 0) {
+        req.screenProbe = probe;
+        req.screenProbeSpeedup = it->second;
+    }
 }
 
 std::optional<NodeId> Engine::Loop::propose()
@@ -290,7 +292,7 @@ void Engine::Loop::dispatch(NodeId id)
             return;
         }
     }
-    nlohmann::json req = e.makeEvalRequest(id);
+    protocol::EvalRequest req = e.makeEvalRequest(id);
     screenFor(id, req);
     std::string key = cacheKeyOf(req);
     m_keys[id] = key;
@@ -303,20 +305,19 @@ void Engine::Loop::dispatch(NodeId id)
         hit = e.m_store.cachedEvaluation(key);
     // A hit screened out under a lower bar than today's is timed again.
     if (hit && hit->screened && !hit->shapes.empty()
-        && hit->shapes.front().speedup >= req["config"].value("screen_speedup", 0.0))
+        && hit->shapes.front().speedup >= req.screenSpeedup)
         hit.reset();
     if (hit) {
         Arrived a;
         a.node = id;
-        a.result = decode(req["id"], hit->result);
+        a.result = decode(req.id, hit->result);
         e.applyObjective(id, a.result, m_screenScale[id]);
         a.fromCache = true;
         storeResult(id, key, a.result, true);
         m_ready.emplace(k, std::move(a));
     } else {
-        std::string jobId = req["id"];
-        m_inFlight[jobId] = {k, id};
-        e.m_executor.submit(EvalJob {jobId, std::move(req)});
+        m_inFlight[req.id] = {k, id};
+        e.m_executor.submit(EvalJob {req.id, req.toJson()});
     }
 }
 
@@ -342,7 +343,7 @@ void Engine::Loop::apply(Arrived& a)
         m_observer->nodeEvaluated(e.m_tree.node(a.node), a.result);
     }
     // Node 1 is the baseline seed, unless the baseline is the PyTorch reference (never a node).
-    if (a.node == kBaselineNode && e.m_baselineCandidate.value("lang", std::string()) != "python" && !a.result.ok()
+    if (a.node == kBaselineNode && e.m_baseline.lang != "python" && !a.result.ok()
         && m_stopReason.empty())
         m_stopReason = "baseline seed failed (" + failureKind + "): " + a.result.failure->message;
     if (m_stopReason.empty() && e.m_options.targetSpeedup > 0 && m_progress.bestSpeedup >= e.m_options.targetSpeedup)

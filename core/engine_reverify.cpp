@@ -33,17 +33,15 @@ Reverification Engine::reverifyNode(NodeId id, int attempt)
     Reverification out;
     out.node = id;
     const uint64_t base = reverifySeed(m_problemHash, m_session, m_options.seed, id, attempt);
-    nlohmann::json req = makeEvalRequest(id);
-    const std::string jobId = req["id"].get<std::string>() + "-reverify" + std::to_string(attempt);
-    req["id"] = jobId;
-    nlohmann::json& config = req["config"];
-    config["seeds"] = {base, base + 1, base + 2};
-    config["timing_seed"] = base + 100; // the timing input sets are this seed and the next ones
-    config["recheck_seed"] = base + 200;
-    out.config = {{"seeds", config["seeds"]}, {"timing_seed", config["timing_seed"]},
-        {"recheck_seed", config["recheck_seed"]}};
+    protocol::EvalRequest req = makeEvalRequest(id);
+    const std::string jobId = req.id + "-reverify" + std::to_string(attempt);
+    req.id = jobId;
+    req.seeds = {base, base + 1, base + 2};
+    req.timingSeed = base + 100; // the timing input sets are this seed and the next ones
+    req.recheckSeed = base + 200;
+    out.config = {{"seeds", req.seeds}, {"timing_seed", req.timingSeed}, {"recheck_seed", req.recheckSeed}};
 
-    m_executor.submit(EvalJob {jobId, req});
+    m_executor.submit(EvalJob {jobId, req.toJson()});
     nlohmann::json result;
     while (true) {
         if (m_stopRequested) {

@@ -1,15 +1,28 @@
-# A renamed field of EvalResult is a compile error in its consumers (issue 17, "decode once"):
-# copies core/eval_result.h into a scratch include folder with `medianNs` renamed (the field of
-# SampleStats and the accessors that read it, as a real rename would leave the header), and
-# compiles consumers with their real flags (the build's compile_commands.json) and that folder
-# first on the include path, -fsyntax-only. The unmodified copy must compile; the renamed one
-# must fail, naming the old field.
+# A renamed field of the protocol's types is a compile error in its consumers (issue 17, "decode
+# once"): copies HEADER (default core/eval_result.h) into a scratch include folder with FIELD
+# (default `medianNs`, the field of SampleStats and the accessors that read it, as a real rename
+# would leave the header) renamed, and compiles CONSUMERS (a ;-list of sources) with their real
+# flags (the build's compile_commands.json) and that folder first on the include path,
+# -fsyntax-only. The unmodified copy must compile; the renamed one must fail, naming the field.
 #
-#   cmake -DSOURCE_DIR=... -DBUILD_DIR=... -DSCRATCH=... -P eval_result_rename.cmake
+#   cmake -DSOURCE_DIR=... -DBUILD_DIR=... -DSCRATCH=... [-DHEADER=core/eval_request.h
+#         -DFIELD=screenSpeedup "-DCONSUMERS=core/engine_loop.cpp;backends/worker/evaluator.cpp"]
+#         -P eval_result_rename.cmake
 cmake_minimum_required(VERSION 3.25)
 
-set(consumers core/engine_loop.cpp views/timing_plot.cpp)
-set(field medianNs)
+if(NOT DEFINED HEADER)
+    set(HEADER core/eval_result.h)
+endif()
+if(DEFINED CONSUMERS)
+    set(consumers ${CONSUMERS})
+else()
+    set(consumers core/engine_loop.cpp views/timing_plot.cpp)
+endif()
+if(DEFINED FIELD)
+    set(field ${FIELD})
+else()
+    set(field medianNs)
+endif()
 
 file(READ "${BUILD_DIR}/compile_commands.json" db)
 string(JSON count LENGTH "${db}")
@@ -43,17 +56,17 @@ function(command_of file include_dir out)
     message(FATAL_ERROR "${file} is not in ${BUILD_DIR}/compile_commands.json: build first (CMAKE_EXPORT_COMPILE_COMMANDS)")
 endfunction()
 
-file(READ "${SOURCE_DIR}/core/eval_result.h" header)
+file(READ "${SOURCE_DIR}/${HEADER}" header)
 string(REGEX MATCHALL "[^A-Za-z0-9_]${field}[^A-Za-z0-9_]" uses "${header}")
 list(LENGTH uses n)
 if(n LESS 2)
-    message(FATAL_ERROR "core/eval_result.h no longer has the field ${field}: pick another one for this test")
+    message(FATAL_ERROR "${HEADER} no longer has the field ${field}: pick another one for this test")
 endif()
 string(REGEX REPLACE "([^A-Za-z0-9_])${field}([^A-Za-z0-9_])" "\\1${field}Renamed\\2" renamed "${header}")
 
 file(REMOVE_RECURSE "${SCRATCH}")
-file(WRITE "${SCRATCH}/same/core/eval_result.h" "${header}")
-file(WRITE "${SCRATCH}/renamed/core/eval_result.h" "${renamed}")
+file(WRITE "${SCRATCH}/same/${HEADER}" "${header}")
+file(WRITE "${SCRATCH}/renamed/${HEADER}" "${renamed}")
 
 foreach(consumer IN LISTS consumers)
     command_of(${consumer} "${SCRATCH}/same" same)
@@ -65,7 +78,7 @@ foreach(consumer IN LISTS consumers)
     command_of(${consumer} "${SCRATCH}/renamed" changed)
     execute_process(COMMAND ${changed} WORKING_DIRECTORY "${BUILD_DIR}" RESULT_VARIABLE rc ERROR_VARIABLE err OUTPUT_VARIABLE err)
     if(rc EQUAL 0)
-        message(FATAL_ERROR "${consumer} still compiles with EvalResult's ${field} renamed: it does not read the typed field")
+        message(FATAL_ERROR "${consumer} still compiles with ${HEADER}'s ${field} renamed: it does not read the typed field")
     endif()
     string(REGEX MATCH "[^\n]*error:[^\n]*${field}[^\n]*" first "${err}")
     if(NOT first)

@@ -1,6 +1,7 @@
-// The worker's request reader (parseEvalRequest) and input draws (HostTensor::fill), linked from
-// hone_worker_lib: what a request line becomes, the errors that name the bad field, and the
-// inputs fuzz_eval_request found undefined behaviour on.
+// The eval request type (core/eval_request.h: EvalRequest::fromJson / toJson, as the engine
+// writes and the worker reads it) and the worker's input draws (HostTensor::fill), linked from
+// hone_worker_lib: what a request line becomes, that writing it back loses nothing, the errors
+// that name the bad field, and the inputs fuzz_eval_request found undefined behaviour on.
 
 #include "coverage_checks.h"
 #include "eval_request.h"
@@ -27,11 +28,11 @@ nlohmann::json realRequest()
     return nlohmann::json::parse(ss.str());
 }
 
-/// The message of the RequestError that `parseEvalRequest(r)` throws, or "" when it accepts.
+/// The message of the RequestError that `EvalRequest::fromJson(r)` throws, or "" when it accepts.
 QString requestError(const nlohmann::json& r)
 {
     try {
-        (void)parseEvalRequest(r);
+        (void)EvalRequest::fromJson(r);
     } catch (const RequestError& e) {
         return QString::fromStdString(e.what());
     }
@@ -94,7 +95,7 @@ class TestEvalRequest : public QObject {
 private slots:
     void readsARealRequest()
     {
-        const EvalRequest r = parseEvalRequest(realRequest());
+        const EvalRequest r = EvalRequest::fromJson(realRequest());
         QCOMPARE(r.problemName, std::string("softmax"));
         QCOMPARE(r.seeds, (std::vector<uint64_t> { 1, 2, 3 }));
         QCOMPARE(r.bench.size(), size_t(3));
@@ -104,11 +105,80 @@ private slots:
         QVERIFY(!r.bench[0].outputs.empty());
     }
 
+    /// toJson writes back what fromJson read: reading the written request gives the same JSON
+    /// again (a fixed point), and the fields the worker acts on are unchanged.
+    void writingBackLosesNothing()
+    {
+        nlohmann::json in = coveredRequest("00000000000000000000000000000009");
+        in["config"]["screen_speedup"] = 1.5;
+        in["config"]["screen_probe"] = { { "index", 2 }, { "speedup", 1.25 } };
+        in["config"]["timing_seed"] = 77;
+        in["stages"] = { "compile", "check", "time", "profile" };
+        const EvalRequest a = EvalRequest::fromJson(in);
+        const nlohmann::json written = a.toJson();
+        const EvalRequest b = EvalRequest::fromJson(written);
+        QCOMPARE(QString::fromStdString(b.toJson().dump()), QString::fromStdString(written.dump()));
+        QCOMPARE(b.candidate.source, a.candidate.source);
+        QCOMPARE(b.candidate.knobs, a.candidate.knobs);
+        QCOMPARE(b.baseline->name, a.baseline->name);
+        QCOMPARE(b.bench.size(), a.bench.size());
+        QCOMPARE(QString::fromStdString(b.bench[1].toJson().dump()), QString::fromStdString(a.bench[1].toJson().dump()));
+        QCOMPARE(b.timingShapes, a.timingShapes);
+        QVERIFY(b.screenProbe == std::optional<size_t>(2));
+        QCOMPARE(b.screenProbeSpeedup, 1.25);
+        QCOMPARE(b.timingSeed, uint64_t(77));
+        QVERIFY(b.wantProfile);
+        QCOMPARE(b.coverageSeed, a.coverageSeed); // the same secret, the same coverage draw
+        QCOMPARE(labels(coverageChecks(b)), labels(coverageChecks(a)));
+    }
+
+    /// The engine's result cache keys on configToJson(): seeds at their defaults are left out,
+    /// as the engine left them out before the request was a type, so earlier keys still match.
+    void configLeavesDefaultsOut()
+    {
+        EvalRequest r = EvalRequest::fromJson(realRequest());
+        nlohmann::json c = r.configToJson();
+        QVERIFY(!c.contains("timing_seed") && !c.contains("recheck_seed") && !c.contains("screen_speedup"));
+        r.recheckSeed = 5;
+        QCOMPARE(r.configToJson().at("recheck_seed").get<uint64_t>(), uint64_t(5));
+    }
+
+    /// Fields a newer engine sends are kept and written back, at every level that has them.
+    void unknownFieldsAreKept()
+    {
+        nlohmann::json in = realRequest();
+        in["audit"] = { { "rerun", 2 } };
+        in["problem"]["layout"] = "rowmajor";
+        in["config"]["clock_lock"] = true;
+        const EvalRequest r = EvalRequest::fromJson(in);
+        QCOMPARE(QString::fromStdString(r.extra.dump()), QStringLiteral("{\"audit\":{\"rerun\":2}}"));
+        const nlohmann::json out = r.toJson();
+        QCOMPARE(out.at("audit").at("rerun").get<int>(), 2);
+        QCOMPARE(out.at("problem").at("layout").get<std::string>(), std::string("rowmajor"));
+        QVERIFY(out.at("config").at("clock_lock").get<bool>());
+    }
+
+    /// The engine decodes the problem once per session; a problem that would fail in every
+    /// worker fails there, naming the field.
+    void forProblemNamesTheField()
+    {
+        nlohmann::json problem = realRequest()["problem"];
+        const EvalRequest ok = EvalRequest::forProblem(problem);
+        QCOMPARE(ok.bench.size(), size_t(3));
+        problem["bench"][1]["outputs"] = nlohmann::json::array();
+        try {
+            (void)EvalRequest::forProblem(problem);
+            QFAIL("a bench shape without outputs was accepted");
+        } catch (const RequestError& e) {
+            QVERIFY2(QString(e.what()).contains("problem.bench[1] has no outputs"), e.what());
+        }
+    }
+
     void repeatedSeedsBecomeThreeDistinct()
     {
         nlohmann::json r = realRequest();
         r["config"]["seeds"] = { 7, 7 };
-        QCOMPARE(parseEvalRequest(r).seeds, (std::vector<uint64_t> { 7, 8, 9 }));
+        QCOMPARE(EvalRequest::fromJson(r).seeds, (std::vector<uint64_t> { 7, 8, 9 }));
     }
 
     void errorsNameTheField_data()
@@ -209,8 +279,8 @@ private slots:
     // secret (new per request, never in a candidate's process), or from config.coverage_seed.
     void coverageDrawComesFromTheSecret()
     {
-        const EvalRequest a = parseEvalRequest(coveredRequest("00000000000000000000000000000001"));
-        const EvalRequest b = parseEvalRequest(coveredRequest("00000000000000000000000000000002"));
+        const EvalRequest a = EvalRequest::fromJson(coveredRequest("00000000000000000000000000000001"));
+        const EvalRequest b = EvalRequest::fromJson(coveredRequest("00000000000000000000000000000002"));
         const auto planA = coverageChecks(a);
         QCOMPARE(planA.size(), a.check.size() * 2 + 3 * 2); // listed x dists, drawn x (init, one dist)
         QCOMPARE(labels(coverageChecks(a)), labels(planA)); // a function of the request
@@ -232,7 +302,7 @@ private slots:
         fixed["config"]["coverage_seed"] = 77;
         nlohmann::json fixed2 = coveredRequest("00000000000000000000000000000002");
         fixed2["config"]["coverage_seed"] = 77;
-        QCOMPARE(labels(coverageChecks(parseEvalRequest(fixed))), labels(coverageChecks(parseEvalRequest(fixed2))));
+        QCOMPARE(labels(coverageChecks(EvalRequest::fromJson(fixed))), labels(coverageChecks(EvalRequest::fromJson(fixed2))));
         nlohmann::json bad = coveredRequest("x");
         bad["problem"]["coverage"]["ranges"][0]["max"] = 0;
         QVERIFY2(requestError(bad).contains("problem.coverage.ranges[0]"), qPrintable(requestError(bad)));
@@ -248,7 +318,7 @@ private slots:
         nlohmann::json req = nlohmann::json::parse(ss.str());
         for (int secret = 0; secret < 10; ++secret) {
             req["secret"] = "0123456789abcdef0123456789abcde" + std::to_string(secret);
-            const EvalRequest r = parseEvalRequest(req);
+            const EvalRequest r = EvalRequest::fromJson(req);
             for (const CoverageCheck& c : coverageChecks(r)) {
                 if (c.shape.label.rfind("random[", 0) != 0)
                     continue;

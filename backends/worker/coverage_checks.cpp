@@ -67,7 +67,7 @@ std::vector<CoverageCheck> coverageChecks(const EvalRequest& req)
         } catch (const core::ShapeResolveError& e) {
             throw RequestError("problem.coverage: " + e.path() + ": " + e.what());
         }
-        ShapeSpec shape = parseShape(resolved, "coverage", i);
+        ShapeSpec shape = ShapeSpec::fromJson(resolved, "coverage", i);
         shape.coverage = true;
         out.push_back({ shape, nextSeed() });
         if (!cov.distributions.empty())

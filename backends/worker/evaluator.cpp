@@ -851,7 +851,7 @@ nlohmann::json Evaluator::dump(const nlohmann::json& request)
             asEval["candidate"] = request["problem"]["reference"];
         EvalRequest req;
         try {
-            req = parseEvalRequest(asEval);
+            req = EvalRequest::fromJson(asEval);
         } catch (const RequestError& e) {
             throw EvalFailure { FailureKind::WorkerError, "dump", std::string("bad dump request: ") + e.what() };
         }
@@ -896,7 +896,7 @@ nlohmann::json Evaluator::dump(const nlohmann::json& request)
 int Evaluator::runOnce(const nlohmann::json& request)
 {
     try {
-        EvalRequest req = parseEvalRequest(request);
+        EvalRequest req = EvalRequest::fromJson(request);
         m_request = &req;
         Built candidate;
         build(m_device, req.candidate, "candidate", candidate);
@@ -950,7 +950,7 @@ nlohmann::json Evaluator::evaluate(const nlohmann::json& request)
     Built candidate;
     try {
         try {
-            req = parseEvalRequest(request);
+            req = EvalRequest::fromJson(request);
         } catch (const RequestError& e) {
             throw EvalFailure { FailureKind::WorkerError, "request",
                 std::string("bad eval request: ") + e.what() };

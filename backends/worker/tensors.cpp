@@ -70,56 +70,6 @@ hone_dtype dtypeFromName(const std::string& name)
     throw RequestError("unknown dtype '" + name + "'; expected one of f32, f16, bf16, f64, i32, i64, u8");
 }
 
-size_t TensorDesc::numel() const
-{
-    size_t n = 1;
-    for (int64_t d : shape)
-        n *= static_cast<size_t>(d);
-    return n;
-}
-
-std::vector<TensorDesc> parseTensors(const nlohmann::json& shape, const char* key, const std::string& where)
-{
-    auto list = shape.find(key);
-    if (list == shape.end() || !list->is_array())
-        throw RequestError(where + " has no '" + key + "' array");
-    std::vector<TensorDesc> out;
-    for (size_t i = 0; i < list->size(); ++i) {
-        const auto& t = (*list)[i];
-        const std::string at = where + "." + key + "[" + std::to_string(i) + "]";
-        if (!t.is_object() || !t.contains("name") || !t["name"].is_string())
-            throw RequestError(at + " has no string 'name'");
-        TensorDesc d;
-        d.name = t["name"].get<std::string>();
-        if (!t.contains("dtype") || !t["dtype"].is_string())
-            throw RequestError(at + " ('" + d.name + "') has no string 'dtype'");
-        try {
-            d.dtype = dtypeFromName(t["dtype"].get<std::string>());
-        } catch (const RequestError& e) {
-            throw RequestError(at + " ('" + d.name + "'): " + e.what());
-        }
-        if (!t.contains("shape") || !t["shape"].is_array())
-            throw RequestError(at + " ('" + d.name + "') has no 'shape' array");
-        if (t["shape"].size() > HONE_MAX_RANK)
-            throw RequestError(at + " ('" + d.name + "') has rank " + std::to_string(t["shape"].size())
-                + "; at most " + std::to_string(HONE_MAX_RANK) + " is supported");
-        double total = 1;
-        for (const auto& dim : t["shape"]) {
-            if (!dim.is_number_integer() || dim.get<int64_t>() < 0)
-                throw RequestError(
-                    at + " ('" + d.name + "') has a shape entry that is not a non-negative integer");
-            d.shape.push_back(dim.get<int64_t>());
-            total *= static_cast<double>(d.shape.back());
-        }
-        if (total * static_cast<double>(dtypeSize(d.dtype)) > static_cast<double>(1ull << 40))
-            throw RequestError(at + " ('" + d.name + "') would take more than 1 TiB");
-        if (t.contains("init"))
-            d.init = t["init"];
-        out.push_back(std::move(d));
-    }
-    return out;
-}
-
 void HostTensor::Free::operator()(unsigned char* p) const
 {
     std::free(p);

@@ -1,6 +1,7 @@
 #pragma once
 
 #include "core/dtype.h"
+#include "core/eval_request.h"
 #include "hone/draws.h"
 
 #include <hone/kernel.h>
@@ -19,10 +20,7 @@
 namespace hone::backends {
 
 /// A request the worker cannot act on (missing or ill-typed field); the message names it.
-class RequestError : public std::runtime_error {
-public:
-    using std::runtime_error::runtime_error;
-};
+using core::protocol::RequestError;
 
 /// The one dtype table (core/dtype.h); a name it does not know throws RequestError.
 hone_dtype dtypeFromName(const std::string& name);
@@ -34,19 +32,9 @@ using core::isFloat;
 /// n >= serialBelow, else on the calling thread.
 void parallelFor(size_t n, const std::function<void(size_t, size_t)>& body, size_t serialBelow = size_t(1) << 20);
 
-/// One input or output of a resolved shape (docs/FORMATS.md).
-struct TensorDesc {
-    std::string name;
-    hone_dtype dtype = HONE_F32;
-    std::vector<int64_t> shape;
-    nlohmann::json init; // inputs: {"dist": ..., numbers}; may be null
-
-    size_t numel() const;
-    size_t bytes() const { return numel() * dtypeSize(dtype); }
-};
-
-/// Reads `inputs` or `outputs` of a resolved shape; `where` prefixes error messages.
-std::vector<TensorDesc> parseTensors(const nlohmann::json& shape, const char* key, const std::string& where);
+/// One input or output of a resolved shape (core/eval_request.h, docs/FORMATS.md).
+using core::protocol::TensorDesc;
+using core::protocol::parseTensors;
 
 /// The poison patterns of outputs (HostTensor::poison): NaNs with a payload for floats, 0xA5
 /// bytes for integers. The judge's device fill uses the same (cuda_judge.cpp; the kernels'

@@ -78,7 +78,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size)
         return 0;
     EvalRequest r;
     try {
-        r = parseEvalRequest(request);
+        r = EvalRequest::fromJson(request);
     } catch (const RequestError& e) {
         HONE_FUZZ_CHECK(e.what()[0] != '\0', "a RequestError says what is wrong");
         return 0;
