@@ -1,4 +1,8 @@
-// Workbench responsiveness (issue 7): the UI with 5,000 nodes taking 20 results a second.
+// Workbench responsiveness (issue 7): the UI with 5,000 nodes taking 20 results a second; and
+// how long the diff view takes to open a 20,000-line diff with 400 changed lines
+// (BM_OpenLargeDiff: set both sides and paint once, the lexers already made), the line diff of a
+// 5,000-line file with three edits (BM_DiffLines) and the tidy layout of a random 5,000-node
+// forest (BM_LayoutForest). The view tests check what these do; this measures how fast.
 // The node results are real: every evaluation of the sessions in the given store (default: the
 // H100 sessions in resources/demo), cloned round-robin onto a random 5,000-node tree with
 // varied knobs. Batches reach SessionData exactly as the engine bridge hands them over (one per
@@ -6,6 +10,9 @@
 // median, p99 and max over a 10 s feed, with every default panel visible.
 //   bench_workbench [--store DB] [google benchmark flags]
 #include "app/workbench/main_window.h"
+#include "views/diff_view.h"
+#include "views/line_diff.h"
+#include "views/tree_layout.h"
 #include "core/store.h"
 
 #include <QApplication>
@@ -157,6 +164,66 @@ void BM_LiveTree(benchmark::State& state)
     }
 }
 BENCHMARK(BM_LiveTree)->Arg(5000)->Iterations(1)->Unit(benchmark::kMillisecond)->UseRealTime();
+
+void BM_OpenLargeDiff(benchmark::State& state)
+{
+    const int lines = static_cast<int>(state.range(0));
+    QStringList left;
+    for (int i = 0; i < lines; ++i)
+        left << (i % 10 == 9 ? QStringLiteral("}")
+                 : i % 10 == 0 ? QString()
+                               : QStringLiteral("    x[%1] = y[%1] * %2;").arg(i).arg(i % 7));
+    QStringList right = left;
+    for (int i = 5; i < lines; i += 50)
+        right[i] += QStringLiteral(" // edited");
+    const QString a = left.join('\n'), b = right.join('\n');
+    views::DiffView view;
+    view.resize(1000, 600);
+    view.show();
+    QApplication::processEvents();
+    view.setSides({ "left", "big.cpp", b, {}, "" }, { "right", "big.cpp", a, {}, "" }); // lexers made
+    view.repaint();
+    for (auto _ : state) {
+        view.setSides({ "left", "big.cpp", a, {}, "" }, { "right", "big.cpp", b, {}, "" });
+        view.repaint();
+    }
+    state.counters["changed_lines"] = static_cast<double>(view.diff().added);
+}
+BENCHMARK(BM_OpenLargeDiff)->Arg(20000)->Unit(benchmark::kMillisecond)->UseRealTime();
+
+QStringList codeLines(int n)
+{
+    QStringList out;
+    for (int i = 0; i < n; ++i)
+        out << (i % 10 == 9 ? QStringLiteral("}")
+                 : i % 10 == 0 ? QString()
+                               : QStringLiteral("    x[%1] = y[%1] * %2;").arg(i).arg(i % 7));
+    return out;
+}
+
+void BM_DiffLines(benchmark::State& state)
+{
+    const QStringList left = codeLines(static_cast<int>(state.range(0)));
+    QStringList right = left;
+    right[1003] += QStringLiteral(" // changed");
+    right.insert(2505, QStringLiteral("    inserted();"));
+    right.removeAt(4005);
+    for (auto _ : state)
+        benchmark::DoNotOptimize(views::diffLines(left, right));
+}
+BENCHMARK(BM_DiffLines)->Arg(5000)->Unit(benchmark::kMillisecond);
+
+void BM_LayoutForest(benchmark::State& state)
+{
+    // Parents drawn from the 8 nodes before, as a search tree grows.
+    std::mt19937 rng(42);
+    std::vector<qint64> parents { -1 };
+    for (qint64 i = 1; i < state.range(0); ++i)
+        parents.push_back(std::max<qint64>(0, i - 1 - static_cast<qint64>(rng() % 8)));
+    for (auto _ : state)
+        benchmark::DoNotOptimize(views::layoutForest(parents));
+}
+BENCHMARK(BM_LayoutForest)->Arg(5000)->Unit(benchmark::kMillisecond);
 
 } // namespace
 

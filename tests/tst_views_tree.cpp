@@ -342,36 +342,22 @@ private slots:
         QCOMPARE(pts[3].depth, -1);
     }
 
-    void layoutIsFastAt5000Nodes()
+    /// A 5,000-node forest lays out with every rule held, from a parent list and through
+    /// SessionData as the TreeView does it (how fast: bench_workbench BM_LayoutForest).
+    void layoutHoldsAt5000Nodes()
     {
         const auto parents = randomParents(5000, 42, 8, 0);
-        double best = 1e9;
-        for (int i = 0; i < 5; ++i) {
-            QElapsedTimer t;
-            t.start();
-            const auto pts = layoutForest(parents);
-            best = std::min(best, t.nsecsElapsed() / 1e6);
-            QCOMPARE(pts.size(), size_t(5000));
-        }
-        // The same through SessionData, as the TreeView does it on every structural change.
+        QCOMPARE(layoutForest(parents).size(), size_t(5000));
+        QCOMPARE(layoutProblem(parents, layoutForest(parents)), QString());
         SessionData data;
         SessionGen gen(5);
         data.apply(gen.batch(0, 5000));
-        double bestSession = 1e9;
-        for (int i = 0; i < 5; ++i) {
-            QElapsedTimer t;
-            t.start();
-            const auto pts = layoutSession(data);
-            bestSession = std::min(bestSession, t.nsecsElapsed() / 1e6);
-            QCOMPARE(pts.size(), size_t(5000));
-        }
+        QCOMPARE(layoutSession(data).size(), size_t(5000));
         std::vector<qint64> sessionParents;
         for (const auto& n : data.nodes())
             sessionParents.push_back(n.parent);
         const QString problem = layoutProblem(sessionParents, layoutSession(data));
         QVERIFY2(problem.isEmpty(), qPrintable(problem));
-        qInfo("layout of 5,000 nodes: %.3f ms (parent list), %.3f ms (SessionData)", best, bestSession);
-        QVERIFY2(best < 50 && bestSession < 50, "a relayout of 5,000 nodes must stay well under 50 ms");
     }
 
     // ---- NodeTableModel
@@ -844,7 +830,6 @@ private slots:
         data.apply(gen.batch(next, 5000 - static_cast<int>(next)));
         QTRY_COMPARE(view.nodeItemCount(), 5000);
         qInfo("TreeView relayout of 5,000 nodes (layout + moving items): %.2f ms", view.lastLayoutMs());
-        QVERIFY(view.lastLayoutMs() < 200);
         // Painting all of it (fitted: level of detail drops the text) and a zoomed-in part.
         QElapsedTimer paint;
         paint.start();
@@ -857,8 +842,7 @@ private slots:
         const QPixmap part = view.viewport()->grab();
         const double partMs = paint.nsecsElapsed() / 1e6;
         qInfo("painting 5,000 nodes: %.1f ms fitted, %.1f ms zoomed in", wholeMs, partMs);
-        QVERIFY(!whole.isNull() && !part.isNull());
-        QVERIFY(wholeMs < 500 && partMs < 500);
+        QVERIFY(!whole.isNull() && !part.isNull()); // how fast: bench_workbench BM_LiveTree
 
         // A reset empties the scene; the next refresh rebuilds it for the new session.
         StoredSession stored;
