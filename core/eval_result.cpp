@@ -470,6 +470,22 @@ Environment environmentFrom(const json& j, const std::string& path)
     return e;
 }
 
+Phases phasesFrom(const json& j, const std::string& path)
+{
+    In in(j, path);
+    Phases p;
+    p.generate = in.opt<double>("generate");
+    p.cacheRead = in.opt<double>("cache_read");
+    p.cacheHash = in.opt<double>("cache_hash");
+    p.cacheWrite = in.opt<double>("cache_write");
+    p.reference = in.opt<double>("reference");
+    p.transfer = in.opt<double>("transfer");
+    p.candidate = in.opt<double>("candidate");
+    p.verify = in.opt<double>("verify");
+    p.extra = in.rest();
+    return p;
+}
+
 // ---- encoding ----
 
 json toJson(const Failure& f)
@@ -688,6 +704,20 @@ json toJson(const Environment& e)
     return withExtra(std::move(j), e.extra);
 }
 
+json toJson(const Phases& p)
+{
+    json j = json::object();
+    put(j, "generate", p.generate);
+    put(j, "cache_read", p.cacheRead);
+    put(j, "cache_hash", p.cacheHash);
+    put(j, "cache_write", p.cacheWrite);
+    put(j, "reference", p.reference);
+    put(j, "transfer", p.transfer);
+    put(j, "candidate", p.candidate);
+    put(j, "verify", p.verify);
+    return withExtra(std::move(j), p.extra);
+}
+
 } // namespace
 
 nlohmann::json Profile::toJson() const
@@ -765,6 +795,8 @@ EvalResult EvalResult::fromJson(const nlohmann::json& j)
         r.environment = environmentFrom(*e, "result.environment");
     if (const json* c = in.object("cache"))
         r.cache = cacheFrom(*c, "result.cache");
+    if (const json* p = in.object("phases"))
+        r.phases = phasesFrom(*p, "result.phases");
     r.deviceLost = in.get<bool>("device_lost", false);
     r.extra = in.rest();
     return r;
@@ -808,6 +840,8 @@ nlohmann::json EvalResult::toJson() const
         j["environment"] = protocol::toJson(*environment);
     if (cache)
         j["cache"] = protocol::toJson(*cache);
+    if (phases)
+        j["phases"] = protocol::toJson(*phases);
     if (deviceLost)
         j["device_lost"] = true;
     return withExtra(std::move(j), extra);

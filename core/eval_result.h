@@ -241,6 +241,21 @@ struct CacheRecord {
     nlohmann::json extra = nlohmann::json::object();
 };
 
+/// `phases`: where the worker's host time went over the whole request, by kind of work (seconds;
+/// summed over stages: a timing input set and the re-check both add to `cache_hash`). A kind the
+/// request did not do is absent. `stage_seconds` (kept in `extra`) says the same time by stage.
+struct Phases {
+    std::optional<double> generate;             // drawing inputs (HostTensor::fill)
+    std::optional<double> cacheRead;            // `cache_read`: reading cached inputs and reference outputs
+    std::optional<double> cacheHash;            // `cache_hash`: SHA-256 of cached tensors, read or written
+    std::optional<double> cacheWrite;           // `cache_write`: writing new cache entries
+    std::optional<double> reference;            // running the reference (copies included)
+    std::optional<double> transfer;             // the candidate's check buffers: poison, copies in and out
+    std::optional<double> candidate;            // the candidate's untimed check calls
+    std::optional<double> verify;               // input checksums and the comparison with the reference
+    nlohmann::json extra = nlohmann::json::object();
+};
+
 struct EvalResult {
     std::string id;                             // the request's id (an integer id is written as a string)
     EvalStatus status = EvalStatus::Failed;
@@ -257,6 +272,7 @@ struct EvalResult {
     std::optional<ObjectiveRecord> objective;   // added by the engine to a stored result
     std::optional<Environment> environment;
     std::optional<CacheRecord> cache;           // the worker's cache entries and their hashes
+    std::optional<Phases> phases;               // host time by kind of work
     bool deviceLost = false;
     nlohmann::json extra = nlohmann::json::object(); // unknown keys, kept and written back
 

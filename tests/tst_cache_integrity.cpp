@@ -166,6 +166,39 @@ private slots:
         QCOMPARE(h.hexDigest(), hone::core::sha256Hex(data));
     }
 
+    /// Known answers (Python's hashlib) across the block and padding boundaries: whichever
+    /// compression this CPU takes (the SHA extensions or the portable loop) gives SHA-256.
+    void knownAnswersAtBlockBoundaries_data()
+    {
+        QTest::addColumn<int>("bytes");
+        QTest::addColumn<QString>("digest");
+        QTest::addRow("0") << 0 << "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855";
+        QTest::addRow("1") << 1 << "6e340b9cffb37a989ca544e6bb780a2c78901d3fb33738768511a30617afa01d";
+        QTest::addRow("55") << 55 << "576a1bf8d4478657e6dc4af9398544765c2a92cde28478b019235cfed315fc09";
+        QTest::addRow("56") << 56 << "9b20501dfd1d99161c257950f3444f3e49230c351c5c8e0943ef369f85f5205d";
+        QTest::addRow("63") << 63 << "30b345906b493f06f69444b6521113511c242f30e29840462950035043682f1e";
+        QTest::addRow("64") << 64 << "d8bc63b4fc1156e5e7d95a418b9bf54cd3174bedbc2db40f74895349b229b3c0";
+        QTest::addRow("65") << 65 << "1ee23b0fbcaecc1aff4a9e8f1645f35ab2c8e13609cd73b68df8b5e3f63ce073";
+        QTest::addRow("127") << 127 << "67d79933e3c9aa8e89f481e071cfca1e9a16c09d7263b5efa3bb01f1a9f8d065";
+        QTest::addRow("128") << 128 << "54c9eb041badfd7064645067b107661fed6113197ce2dd066ba69618abd3732f";
+        QTest::addRow("4099") << 4099 << "98cb8c1375c3931d019e477289812c1f0cf15972aa5c81469381545b9224d9ab";
+        QTest::addRow("1 MiB") << (1 << 20) << "1d7368ef6f59e0c704a978b815288f1e464037959645bbfd79348d330269480d";
+    }
+
+    void knownAnswersAtBlockBoundaries()
+    {
+        QFETCH(int, bytes);
+        QFETCH(QString, digest);
+        std::string data(static_cast<size_t>(bytes), '\0');
+        for (size_t i = 0; i < data.size(); ++i)
+            data[i] = static_cast<char>((i * 7) & 0xff);
+        QCOMPARE(QString::fromStdString(hone::core::sha256Hex(data)), digest);
+        hone::core::Sha256 pieces; // 64-byte blocks and odd tails through the same state
+        for (size_t at = 0, step = 3; at < data.size(); at += step, step = step * 3 % 1000 + 1)
+            pieces.update(data.data() + at, std::min(step, data.size() - at));
+        QCOMPARE(QString::fromStdString(pieces.hexDigest()), digest);
+    }
+
     /// A cached object replaced by another (a wrong kernel's) is compiled again, never loaded:
     /// the candidate's, and the reference's (which would poison every later evaluation).
     void tamperedObjectIsRebuilt_data()

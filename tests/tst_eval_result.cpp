@@ -72,6 +72,29 @@ private slots:
         QVERIFY(s.shapeResults()[1].medianNs() > 0);
     }
 
+    /// `phases` (host time by kind of work) is read as numbers; a kind this hone has no field
+    /// for is kept, and an absent kind stays absent.
+    void phasesAreTyped()
+    {
+        json j = recorded("cpu_ok.json");
+        j["phases"] = { { "generate", 1.5 }, { "cache_read", 0.25 }, { "cache_hash", 1.0 }, { "reference", 2.0 },
+            { "transfer", 0.5 }, { "candidate", 0.125 }, { "verify", 0.75 }, { "upload_pinned", 0.1 } };
+        const protocol::EvalResult r = protocol::EvalResult::fromJson(j);
+        QVERIFY(r.phases);
+        QCOMPARE(r.phases->generate.value_or(-1), 1.5);
+        QCOMPARE(r.phases->cacheRead.value_or(-1), 0.25);
+        QCOMPARE(r.phases->cacheHash.value_or(-1), 1.0);
+        QVERIFY(!r.phases->cacheWrite);
+        QCOMPARE(r.phases->reference.value_or(-1), 2.0);
+        QCOMPARE(r.phases->transfer.value_or(-1), 0.5);
+        QCOMPARE(r.phases->candidate.value_or(-1), 0.125);
+        QCOMPARE(r.phases->verify.value_or(-1), 0.75);
+        QCOMPARE(r.phases->extra["upload_pinned"].get<double>(), 0.1);
+        QVERIFY(!r.extra.contains("phases"));
+        QCOMPARE(r.toJson(), j);
+        QVERIFY(!protocol::EvalResult::fromJson(recorded("cpu_ok.json")).phases);
+    }
+
     /// A newer worker's fields survive the engine: kept in `extra` at every level, written back.
     void unknownFieldsAreKept()
     {

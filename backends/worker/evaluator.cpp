@@ -195,8 +195,10 @@ std::vector<HostTensor> Evaluator::inputsFor(const ShapeSpec& shape, uint64_t se
     // Large inputs are generated once per (shape, seed) and read back after that: reading is
     // cheaper than drawing (a few ms for 8 MiB against tens of ms), and leaves the host's
     // cores to the other workers.
-    if (m_refCache.empty() || inputBytes < (size_t(4) << 20))
+    if (m_refCache.empty() || inputBytes < (size_t(4) << 20)) {
+        const PhaseClock clock(*this, "generate");
         return generateInputs(shape, seed);
+    }
     nlohmann::json key = { { "v", 1 }, { "label", shape.label }, { "symbols", shape.symbols }, { "seed", seed } };
     for (const auto& d : shape.inputs)
         key["inputs"].push_back({ d.name, dtypeName(d.dtype), d.shape, d.init });
@@ -204,7 +206,10 @@ std::vector<HostTensor> Evaluator::inputsFor(const ShapeSpec& shape, uint64_t se
     std::vector<HostTensor> inputs = makeTensors(shape.inputs);
     if (loadTensors(path, inputs, "inputs"))
         return inputs;
-    inputs = generateInputs(shape, seed);
+    {
+        const PhaseClock clock(*this, "generate");
+        inputs = generateInputs(shape, seed);
+    }
     storeTensors(path, inputs, "inputs");
     return inputs;
 }
@@ -268,16 +273,23 @@ std::string tensorsSha256(const std::vector<HostTensor>& tensors)
 
 bool Evaluator::loadTensors(const std::filesystem::path& path, std::vector<HostTensor>& tensors, const char* kind) const
 {
-    std::ifstream in(path, std::ios::binary);
-    if (!in)
-        return false;
-    for (auto& t : tensors)
-        if (!in.read(static_cast<char*>(t.data()), static_cast<std::streamsize>(t.bytes())))
+    {
+        const PhaseClock clock(*this, "cache_read");
+        std::ifstream in(path, std::ios::binary);
+        if (!in)
             return false;
-    if (in.peek() != std::ifstream::traits_type::eof())
-        return false;
+        for (auto& t : tensors)
+            if (!in.read(static_cast<char*>(t.data()), static_cast<std::streamsize>(t.bytes())))
+                return false;
+        if (in.peek() != std::ifstream::traits_type::eof())
+            return false;
+    }
     // Trusted only as written: a changed entry is computed again (and written again) here.
-    const std::string actual = tensorsSha256(tensors);
+    std::string actual;
+    {
+        const PhaseClock clock(*this, "cache_hash");
+        actual = tensorsSha256(tensors);
+    }
     std::string recorded;
     const HashCheck check = checkHash(path, actual, &recorded);
     if (check == HashCheck::Mismatch)
@@ -295,7 +307,12 @@ void Evaluator::storeTensors(const std::filesystem::path& path, const std::vecto
     // correctness.
     std::error_code ec;
     std::filesystem::create_directories(path.parent_path(), ec);
-    const std::string sha256 = tensorsSha256(tensors);
+    std::string sha256;
+    {
+        const PhaseClock clock(*this, "cache_hash");
+        sha256 = tensorsSha256(tensors);
+    }
+    const PhaseClock clock(*this, "cache_write");
     try {
         recordHash(path, sha256); // the manifest first: a reader that finds the entry finds its hash
     } catch (const std::exception&) {
@@ -416,6 +433,7 @@ std::vector<HostTensor> Evaluator::referenceOutputs(
     std::vector<HostTensor> want = makeTensors(shape.outputs);
     const std::filesystem::path cached = referenceCachePath(shape, seed);
     if (cached.empty() || !loadTensors(cached, want, "reference")) {
+        std::optional<PhaseClock> clock(std::in_place, *this, "reference");
         std::vector<DeviceBuffer> refInputs;
         for (const auto& in : inputs) {
             refInputs.emplace_back(m_host, in.bytes());
@@ -432,6 +450,7 @@ std::vector<HostTensor> Evaluator::referenceOutputs(
         guardedRun([&] { return reference.run(refArgs.args()); }, true, m_stage, where);
         for (size_t i = 0; i < want.size(); ++i)
             m_host.download(want[i].data(), refOutputs[i].get(), want[i].bytes());
+        clock.reset();
         if (!cached.empty())
             storeTensors(cached, want, "reference");
     }
@@ -460,34 +479,48 @@ CheckOutcome Evaluator::checkOnce(
         progress(stage, where);
     std::vector<DeviceBuffer> devInputs;
     std::vector<uint64_t> checksums;
-    for (const auto& in : inputs) {
-        devInputs.emplace_back(m_device, in.bytes());
-        m_device.upload(devInputs.back().get(), in.data(), in.bytes());
-        checksums.push_back(in.checksum());
-    }
     std::vector<HostTensor> got = makeTensors(shape.outputs);
     std::vector<DeviceBuffer> devOutputs;
-    for (auto& g : got) {
-        g.poison();
-        devOutputs.emplace_back(m_device, g.bytes());
-        m_device.upload(devOutputs.back().get(), g.data(), g.bytes());
+    {
+        const PhaseClock clock(*this, "transfer");
+        for (const auto& in : inputs) {
+            devInputs.emplace_back(m_device, in.bytes());
+            m_device.upload(devInputs.back().get(), in.data(), in.bytes());
+        }
+        for (auto& g : got) {
+            g.poison();
+            devOutputs.emplace_back(m_device, g.bytes());
+            m_device.upload(devOutputs.back().get(), g.data(), g.bytes());
+        }
+    }
+    {
+        const PhaseClock clock(*this, "verify");
+        for (const auto& in : inputs)
+            checksums.push_back(in.checksum());
     }
     KernelArgs args(shape, m_request->params, m_device.stream(), &m_device);
     args.bind(shape.inputs, pointers(devInputs), shape.outputs, pointers(devOutputs));
-    guardedRun(
-        [&] {
-            const int rc = candidate.run(args.args());
-            // Asynchronous faults (an illegal address, a trap) surface here, as the candidate's.
-            m_device.synchronize();
-            return rc;
-        },
-        false, m_stage, where);
+    {
+        const PhaseClock clock(*this, "candidate");
+        guardedRun(
+            [&] {
+                const int rc = candidate.run(args.args());
+                // Asynchronous faults (an illegal address, a trap) surface here, as the candidate's.
+                m_device.synchronize();
+                return rc;
+            },
+            false, m_stage, where);
+    }
 
-    for (size_t i = 0; i < got.size(); ++i)
-        m_device.download(got[i].data(), devOutputs[i].get(), got[i].bytes());
     std::vector<HostTensor> inputsAfter = makeTensors(shape.inputs);
-    for (size_t i = 0; i < inputsAfter.size(); ++i)
-        m_device.download(inputsAfter[i].data(), devInputs[i].get(), inputsAfter[i].bytes());
+    {
+        const PhaseClock clock(*this, "transfer");
+        for (size_t i = 0; i < got.size(); ++i)
+            m_device.download(got[i].data(), devOutputs[i].get(), got[i].bytes());
+        for (size_t i = 0; i < inputsAfter.size(); ++i)
+            m_device.download(inputsAfter[i].data(), devInputs[i].get(), inputsAfter[i].bytes());
+    }
+    const PhaseClock clock(*this, "verify");
     return compareRun(shape.label, seed, inputs, checksums, inputsAfter, got, want, m_request->tolerance);
 }
 
@@ -519,6 +552,7 @@ nlohmann::json Evaluator::timeCandidate(const ShapeSpec& shape, LoadedKernel& ca
         inputs.push_back(inputsFor(shape, seed));
         want.push_back(referenceOutputs(shape, seed, inputs.back(), reference));
         checksums.emplace_back();
+        const PhaseClock clock(*this, "verify");
         for (const auto& in : inputs.back())
             checksums.back().push_back(in.checksum());
     }
@@ -937,6 +971,7 @@ nlohmann::json Evaluator::evaluate(const nlohmann::json& request)
 {
     m_id = requestId(request);
     m_stageSeconds.clear();
+    m_phaseSeconds.clear();
     m_stageStart = std::chrono::steady_clock::now();
     m_stage = "request";
     m_launches = nullptr;
@@ -1158,6 +1193,7 @@ nlohmann::json Evaluator::evaluate(const nlohmann::json& request)
     // Where the evaluation's wall time went, per stage ("wait" is the queue for the timing lock).
     closeStage();
     result["stage_seconds"] = m_stageSeconds;
+    result["phases"] = m_phaseSeconds;
     result["environment"] = { { "device", m_device.deviceName() }, { "backend", m_device.kind() },
         { "compiler", m_device.compilerVersion() }, { "cores", cpuCores() }, { "host", hostName() },
         { "flags", flagsUsed }, { "cpu_flags", cpuFeatureFlags() } };

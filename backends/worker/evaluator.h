@@ -77,6 +77,24 @@ private:
     std::chrono::steady_clock::time_point m_stageStart;
     std::map<std::string, double> m_stageSeconds; // wall time per stage of the current request
     void closeStage();
+    /// Host work by kind over the whole request (result `phases`): input generation, cache
+    /// reads, hashes and writes, reference runs, transfers, candidate check calls, verification.
+    mutable std::map<std::string, double> m_phaseSeconds;
+    /// Adds the wall time of its scope to `m_phaseSeconds[phase]`.
+    class PhaseClock {
+    public:
+        PhaseClock(const Evaluator& e, const char* phase)
+            : m_slot(e.m_phaseSeconds[phase])
+        {
+        }
+        ~PhaseClock() { m_slot += std::chrono::duration<double>(std::chrono::steady_clock::now() - m_start).count(); }
+        PhaseClock(const PhaseClock&) = delete;
+        PhaseClock& operator=(const PhaseClock&) = delete;
+
+    private:
+        double& m_slot;
+        std::chrono::steady_clock::time_point m_start = std::chrono::steady_clock::now();
+    };
     std::filesystem::path m_refCache;
     std::string m_referenceKey; // hash of the reference build, for the output cache
     nlohmann::json m_launches; // the candidate's launch profile from the timing stage

@@ -10,6 +10,7 @@
 #include <functional>
 #include <new>
 #include <thread>
+#include <type_traits>
 #include <vector>
 
 namespace hone::backends {
@@ -79,13 +80,20 @@ HostTensor::HostTensor(TensorDesc desc)
     : m_desc(std::move(desc))
     , m_numel(m_desc.numel())
     , m_bytes(m_desc.bytes())
+    , m_elementSize(dtypeSize(m_desc.dtype))
 {
     // Never a null pointer, even for an empty tensor; 64-byte aligned for vector loads.
     const size_t alloc = std::max<size_t>(64, (m_bytes + 63) / 64 * 64);
     m_data.reset(static_cast<unsigned char*>(std::aligned_alloc(64, alloc)));
     if (!m_data)
         throw std::bad_alloc();
-    std::memset(m_data.get(), 0, alloc);
+    // Zeroed in 1 MiB pieces on several threads when large: the first touch of each page (the
+    // kernel's fault and clearing) is most of the cost of a gigabyte tensor.
+    constexpr size_t kPiece = size_t(1) << 20;
+    unsigned char* base = m_data.get();
+    parallelFor((alloc + kPiece - 1) / kPiece, [&](size_t b, size_t e) {
+        std::memset(base + b * kPiece, 0, std::min(alloc, e * kPiece) - b * kPiece);
+    }, 32);
 }
 
 HostTensor::HostTensor(const HostTensor& other)
@@ -94,97 +102,28 @@ HostTensor::HostTensor(const HostTensor& other)
     std::memcpy(m_data.get(), other.m_data.get(), m_bytes);
 }
 
-double HostTensor::at(size_t i) const
-{
-    const unsigned char* p = m_data.get() + i * dtypeSize(m_desc.dtype);
-    switch (m_desc.dtype) {
-    case HONE_F32: {
-        float v;
-        std::memcpy(&v, p, 4);
-        return v;
-    }
-    case HONE_F64: {
-        double v;
-        std::memcpy(&v, p, 8);
-        return v;
-    }
-    case HONE_F16: {
-        uint16_t v;
-        std::memcpy(&v, p, 2);
-        return hone_f16_to_f32(v);
-    }
-    case HONE_BF16: {
-        uint16_t v;
-        std::memcpy(&v, p, 2);
-        return hone_bf16_to_f32(v);
-    }
-    case HONE_I32: {
-        int32_t v;
-        std::memcpy(&v, p, 4);
-        return v;
-    }
-    case HONE_I64: {
-        int64_t v;
-        std::memcpy(&v, p, 8);
-        return static_cast<double>(v);
-    }
-    case HONE_U8:
-        return *p;
-    }
-    return 0;
-}
-
-bool HostTensor::isPoison(size_t i) const
-{
-    const size_t size = dtypeSize(m_desc.dtype);
-    const unsigned char* p = m_data.get() + i * size;
-    switch (m_desc.dtype) {
-    case HONE_F32: {
-        uint32_t v;
-        std::memcpy(&v, p, 4);
-        return v == kPoisonF32;
-    }
-    case HONE_F64: {
-        uint64_t v;
-        std::memcpy(&v, p, 8);
-        return v == kPoisonF64;
-    }
-    case HONE_F16:
-    case HONE_BF16: {
-        uint16_t v;
-        std::memcpy(&v, p, 2);
-        return v == (m_desc.dtype == HONE_F16 ? kPoisonF16 : kPoisonBF16);
-    }
-    case HONE_I32:
-    case HONE_I64:
-    case HONE_U8:
-        for (size_t b = 0; b < size; ++b)
-            if (p[b] != kPoisonByte)
-                return false;
-        return true;
-    }
-    return false;
-}
-
 void HostTensor::poison()
 {
     unsigned char* p = m_data.get();
+    auto pattern = [&](auto value) {
+        parallelFor(m_numel, [&](size_t b, size_t e) {
+            for (size_t i = b; i < e; ++i)
+                std::memcpy(p + sizeof value * i, &value, sizeof value);
+        });
+    };
     switch (m_desc.dtype) {
     case HONE_F32:
-        for (size_t i = 0; i < m_numel; ++i)
-            std::memcpy(p + 4 * i, &kPoisonF32, 4);
+        pattern(kPoisonF32);
         break;
     case HONE_F64:
-        for (size_t i = 0; i < m_numel; ++i)
-            std::memcpy(p + 8 * i, &kPoisonF64, 8);
+        pattern(kPoisonF64);
         break;
     case HONE_F16:
-    case HONE_BF16: {
-        const uint16_t v = m_desc.dtype == HONE_F16 ? kPoisonF16 : kPoisonBF16;
-        for (size_t i = 0; i < m_numel; ++i)
-            std::memcpy(p + 2 * i, &v, 2);
+        pattern(kPoisonF16);
         break;
-    }
+    case HONE_BF16:
+        pattern(kPoisonBF16);
+        break;
     case HONE_I32:
     case HONE_I64:
     case HONE_U8:
@@ -230,10 +169,25 @@ using hone_draws::uniformAt;
 
 } // namespace
 
-void parallelFor(size_t n, const std::function<void(size_t, size_t)>& body, size_t serialBelow)
+size_t hostThreads()
 {
-    const size_t threads
-        = n < serialBelow ? 1 : std::min<size_t>(16, std::max(1u, std::thread::hardware_concurrency()));
+    static const size_t threads = [] {
+        if (const char* env = std::getenv("HONE_WORKER_THREADS")) {
+            char* end = nullptr;
+            const unsigned long v = std::strtoul(env, &end, 10);
+            if (end != env && *end == '\0' && v > 0)
+                return static_cast<size_t>(std::min<unsigned long>(v, 256));
+        }
+        return std::min<size_t>(16, std::max(1u, std::thread::hardware_concurrency()));
+    }();
+    return threads;
+}
+
+void parallelFor(size_t n, const std::function<void(size_t, size_t)>& body, size_t serialBelow, size_t threads)
+{
+    if (threads == 0)
+        threads = n < serialBelow ? 1 : hostThreads();
+    threads = std::min(threads, std::max<size_t>(n, 1));
     if (threads <= 1) {
         body(0, n);
         return;
@@ -255,15 +209,31 @@ namespace {
 /// A `[check]` distribution on top of the init's draws (docs/FORMATS.md):
 /// v -> sign(v) * scale + shift, then every row (last dimension) or the whole tensor takes
 /// its first element's value. Counter-based like the draws, so still reproducible in parallel.
-std::function<double(size_t)> transformed(std::function<double(size_t)> draw, const nlohmann::json& t,
-    bool floating, const std::vector<int64_t>& shape)
+struct Transform {
+    double scale = 1.0;
+    double shift = 0.0;
+    int signMode = 0; // -1 negative, 1 positive, 0 keep
+    size_t row = 1; // elements that share the first one's value; 0: the whole tensor
+
+    template <class Draw> double operator()(const Draw& draw, size_t i) const
+    {
+        const size_t at = row == 0 ? 0 : i - i % row;
+        double v = draw(at);
+        if (signMode != 0)
+            v = signMode * std::fabs(v);
+        return v * scale + shift;
+    }
+};
+
+Transform parseTransform(const nlohmann::json& t, bool floating, const std::vector<int64_t>& shape)
 {
     if (!t.is_object())
         throw RequestError("init 'transform' is not an object");
     if (!floating)
         throw RequestError("init 'transform' applies to float tensors only; integer inputs keep their init");
-    const double scale = number(t, "scale", 1.0);
-    const double shift = number(t, "shift", 0.0);
+    Transform out;
+    out.scale = number(t, "scale", 1.0);
+    out.shift = number(t, "shift", 0.0);
     auto word = [&](const char* key, const char* fallback) {
         auto it = t.find(key);
         if (it == t.end() || it->is_null())
@@ -278,22 +248,65 @@ std::function<double(size_t)> transformed(std::function<double(size_t)> draw, co
         throw RequestError("init transform 'sign' is '" + sign + "'; expected keep, negative or positive");
     if (constant != "none" && constant != "rows" && constant != "all")
         throw RequestError("init transform 'constant' is '" + constant + "'; expected none, rows or all");
-    const int signMode = sign == "negative" ? -1 : sign == "positive" ? 1 : 0;
-    const size_t row = constant == "all" ? 0
-        : constant == "rows"             ? static_cast<size_t>(std::max<int64_t>(1, shape.empty() ? 1 : shape.back()))
-                                         : 1;
-    return [draw = std::move(draw), scale, shift, signMode, row](size_t i) {
-        const size_t at = row == 0 ? 0 : i - i % row;
-        double v = draw(at);
-        if (signMode != 0)
-            v = signMode * std::fabs(v);
-        return v * scale + shift;
-    };
+    out.signMode = sign == "negative" ? -1 : sign == "positive" ? 1 : 0;
+    out.row = constant == "all" ? 0
+        : constant == "rows"    ? static_cast<size_t>(std::max<int64_t>(1, shape.empty() ? 1 : shape.back()))
+                                : 1;
+    return out;
+}
+
+/// Element i of a tensor of `dtype` at `p` takes the draw `v`: floats rounded from double,
+/// integers rounded to nearest and clamped to the type's range.
+template <hone_dtype D> inline void storeAt(unsigned char* p, size_t i, double v)
+{
+    if constexpr (D == HONE_F32) {
+        const float f = static_cast<float>(v);
+        std::memcpy(p + 4 * i, &f, 4);
+    } else if constexpr (D == HONE_F64) {
+        std::memcpy(p + 8 * i, &v, 8);
+    } else if constexpr (D == HONE_F16) {
+        const uint16_t h = hone_f32_to_f16(static_cast<float>(v));
+        std::memcpy(p + 2 * i, &h, 2);
+    } else if constexpr (D == HONE_BF16) {
+        const uint16_t h = hone_f32_to_bf16(static_cast<float>(v));
+        std::memcpy(p + 2 * i, &h, 2);
+    } else if constexpr (D == HONE_I32) {
+        const int32_t x = clampTo<int32_t>(std::nearbyint(v));
+        std::memcpy(p + 4 * i, &x, 4);
+    } else if constexpr (D == HONE_I64) {
+        const int64_t x = clampTo<int64_t>(std::nearbyint(v));
+        std::memcpy(p + 8 * i, &x, 8);
+    } else {
+        static_assert(D == HONE_U8);
+        p[i] = clampTo<uint8_t>(std::nearbyint(v));
+    }
+}
+
+/// Calls f(std::integral_constant<hone_dtype, D>) for the tensor's dtype, so that the loops
+/// below are compiled once per dtype and draw, with no call or switch per element.
+template <class F> void withDtype(hone_dtype dtype, F&& f)
+{
+    switch (dtype) {
+    case HONE_F32:
+        return f(std::integral_constant<hone_dtype, HONE_F32>());
+    case HONE_F64:
+        return f(std::integral_constant<hone_dtype, HONE_F64>());
+    case HONE_F16:
+        return f(std::integral_constant<hone_dtype, HONE_F16>());
+    case HONE_BF16:
+        return f(std::integral_constant<hone_dtype, HONE_BF16>());
+    case HONE_I32:
+        return f(std::integral_constant<hone_dtype, HONE_I32>());
+    case HONE_I64:
+        return f(std::integral_constant<hone_dtype, HONE_I64>());
+    case HONE_U8:
+        return f(std::integral_constant<hone_dtype, HONE_U8>());
+    }
 }
 
 } // namespace
 
-void HostTensor::fill(uint64_t seed, const std::string& shapeLabel, size_t tensorIndex)
+void HostTensor::fill(uint64_t seed, const std::string& shapeLabel, size_t tensorIndex, size_t threads)
 {
     const uint64_t key = hone_draws::streamKey(seed, shapeLabel.data(), shapeLabel.size(), tensorIndex);
     const nlohmann::json& init = m_desc.init;
@@ -311,103 +324,80 @@ void HostTensor::fill(uint64_t seed, const std::string& shapeLabel, size_t tenso
     }
     const bool floating = isFloat(m_desc.dtype);
     unsigned char* p = m_data.get();
-    const hone_dtype dtype = m_desc.dtype;
-    auto store = [p, dtype](size_t i, double v) {
-        switch (dtype) {
-        case HONE_F32: {
-            const float f = static_cast<float>(v);
-            std::memcpy(p + 4 * i, &f, 4);
-            break;
-        }
-        case HONE_F64:
-            std::memcpy(p + 8 * i, &v, 8);
-            break;
-        case HONE_F16: {
-            const uint16_t h = hone_f32_to_f16(static_cast<float>(v));
-            std::memcpy(p + 2 * i, &h, 2);
-            break;
-        }
-        case HONE_BF16: {
-            const uint16_t h = hone_f32_to_bf16(static_cast<float>(v));
-            std::memcpy(p + 2 * i, &h, 2);
-            break;
-        }
-        case HONE_I32: {
-            const int32_t x = clampTo<int32_t>(std::nearbyint(v));
-            std::memcpy(p + 4 * i, &x, 4);
-            break;
-        }
-        case HONE_I64: {
-            const int64_t x = clampTo<int64_t>(std::nearbyint(v));
-            std::memcpy(p + 8 * i, &x, 8);
-            break;
-        }
-        case HONE_U8:
-            p[i] = clampTo<uint8_t>(std::nearbyint(v));
-            break;
-        }
-    };
     const std::string who = "input '" + m_desc.name + "': ";
     const size_t n = m_numel;
+    // Values in [b, e) from `draw` (counter-based: element i depends on i only), so any split
+    // of [0, n) over threads gives the same bytes; a sorted tensor sorts all draws first.
+    auto generate = [&](const auto& draw) {
+        withDtype(m_desc.dtype, [&](auto dtype) {
+            constexpr hone_dtype D = decltype(dtype)::value;
+            if (sorted) {
+                std::vector<double> values(n);
+                parallelFor(n, [&](size_t b, size_t e) {
+                    for (size_t i = b; i < e; ++i)
+                        values[i] = draw(i);
+                }, size_t(1) << 20, threads);
+                std::sort(values.begin(), values.end());
+                parallelFor(n, [&](size_t b, size_t e) {
+                    for (size_t i = b; i < e; ++i)
+                        storeAt<D>(p, i, values[i]);
+                }, size_t(1) << 20, threads);
+                return;
+            }
+            parallelFor(n, [&](size_t b, size_t e) {
+                for (size_t i = b; i < e; ++i)
+                    storeAt<D>(p, i, draw(i));
+            }, size_t(1) << 20, threads);
+        });
+    };
+    auto generateTransformed = [&](const auto& draw) {
+        if (!init.is_object() || !init.contains("transform")) {
+            generate(draw);
+            return;
+        }
+        const Transform t = parseTransform(init["transform"], floating, m_desc.shape);
+        generate([&](size_t i) { return t(draw, i); });
+    };
     try {
         if (sorted && (!floating || m_desc.shape.size() != 1 || (dist != "normal" && dist != "uniform")))
             throw RequestError("init 'sorted' needs a rank-1 float tensor drawn from normal or uniform");
-        std::function<double(size_t)> draw;
         if (dist == "normal") {
             const double mean = number(init, "mean", 0.0);
             const double stddev = number(init, "std", 1.0);
-            draw = [=](size_t i) { return mean + stddev * normalAt(key, i); };
+            generateTransformed([=](size_t i) { return mean + stddev * normalAt(key, i); });
         } else if (dist == "uniform") {
             const double low = number(init, "low", 0.0);
             const double high = number(init, "high", 1.0);
             if (high < low)
                 throw RequestError("init 'uniform' has high < low");
             if (floating) {
-                draw = [=](size_t i) { return low + (high - low) * uniformAt(key, i); };
+                generateTransformed([=](size_t i) { return low + (high - low) * uniformAt(key, i); });
             } else {
                 // Integers: every value of [low, high], both ends included.
                 const int64_t lo = integerBound(std::ceil(low), "low", dist);
                 const int64_t span = integerBound(std::floor(high), "high", dist) - lo + 1;
                 if (span <= 0)
                     throw RequestError("init 'uniform' holds no integer");
-                draw = [=](size_t i) { return static_cast<double>(lo + belowAt(key, i, span)); };
+                generateTransformed([=](size_t i) { return static_cast<double>(lo + belowAt(key, i, span)); });
             }
         } else if (dist == "randint") {
             const int64_t lo = integerBound(number(init, "low", 0.0), "low", dist);
             const int64_t hi = integerBound(required(init, "high", dist), "high", dist);
             if (hi <= lo)
                 throw RequestError("init 'randint' needs high > low (high is exclusive)");
-            draw = [=](size_t i) { return static_cast<double>(lo + belowAt(key, i, hi - lo)); };
+            generateTransformed([=](size_t i) { return static_cast<double>(lo + belowAt(key, i, hi - lo)); });
         } else if (dist == "offsets") {
             if (floating || m_desc.shape.size() != 1)
                 throw RequestError("init 'offsets' needs a rank-1 integer tensor");
             const int64_t total = integerBound(required(init, "total", dist), "total", dist);
             if (total < 0)
                 throw RequestError("init 'offsets' needs total >= 0");
+            // Sequential choices (one generator), then stored like any other draw.
             const std::vector<int64_t> cuts = hone_draws::offsetCuts(key, n, total);
-            for (size_t i = 0; i < n; ++i)
-                store(i, static_cast<double>(cuts[i]));
-            return;
+            generate([&](size_t i) { return static_cast<double>(cuts[i]); });
         } else {
             throw RequestError(
                 "unknown init dist '" + dist + "'; expected normal, uniform, randint or offsets");
-        }
-        if (init.is_object() && init.contains("transform"))
-            draw = transformed(std::move(draw), init["transform"], floating, m_desc.shape);
-        if (sorted) {
-            std::vector<double> values(n);
-            parallelFor(n, [&](size_t b, size_t e) {
-                for (size_t i = b; i < e; ++i)
-                    values[i] = draw(i);
-            });
-            std::sort(values.begin(), values.end());
-            for (size_t i = 0; i < n; ++i)
-                store(i, values[i]);
-        } else {
-            parallelFor(n, [&](size_t b, size_t e) {
-                for (size_t i = b; i < e; ++i)
-                    store(i, draw(i));
-            });
         }
     } catch (const RequestError& e) {
         throw RequestError(who + e.what());
