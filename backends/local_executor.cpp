@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdlib>
 #include <stdexcept>
 #include <thread>
 
@@ -44,6 +45,14 @@ WorkerCommand LocalExecutor::command() const
 {
     WorkerCommand cmd;
     cmd.argv = {m_config.workerPath, "--stdio"};
+    // Several workers at once share the host's cores: each draws, hashes and compares tensors on
+    // its share instead of on every core (16 workers x 16 threads oversubscribed a 16-core GPU
+    // host). $HONE_WORKER_THREADS, when set, is the user's choice and passes through.
+    if (m_config.parallel > 1 && !std::getenv("HONE_WORKER_THREADS")) {
+        const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+        cmd.argv.push_back("--threads");
+        cmd.argv.push_back(std::to_string(std::max(1, cores / m_config.parallel)));
+    }
     if (!m_config.cacheDir.empty()) {
         cmd.argv.push_back("--cache-dir");
         cmd.argv.push_back(m_config.cacheDir.string());

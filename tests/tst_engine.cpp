@@ -11,7 +11,9 @@
 #include <QTemporaryDir>
 #include <QtTest>
 
+#include <algorithm>
 #include <csignal>
+#include <thread>
 #include <filesystem>
 #include <thread>
 #include <map>
@@ -72,6 +74,25 @@ private slots:
     /// A worker binary that is missing for a moment (a rebuild rewriting it) does not fail the
     /// evaluation: the executor starts it again after a pause. One that stays missing fails with
     /// the reason by name, after the retries.
+    /// Parallel workers split the host's cores for their tensor work (--threads), unless the
+    /// user set $HONE_WORKER_THREADS; one worker keeps every core.
+    void parallelWorkersShareTheCores()
+    {
+        QTemporaryDir tmp;
+        if (qEnvironmentVariableIsSet("HONE_WORKER_THREADS"))
+            QSKIP("$HONE_WORKER_THREADS is set in this environment: the executor passes it through");
+        const auto argv = [&](int parallel) {
+            return backends::LocalExecutor(executorConfig(tmp, parallel)).command().argv;
+        };
+        const auto one = argv(1);
+        QVERIFY(std::find(one.begin(), one.end(), "--threads") == one.end());
+        const auto two = argv(2);
+        const auto at = std::find(two.begin(), two.end(), "--threads");
+        QVERIFY(at != two.end() && at + 1 != two.end());
+        const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+        QCOMPARE(std::stoi(*(at + 1)), std::max(1, cores / 2));
+    }
+
     void workerThatCannotStartIsRetriedThenNamed()
     {
         QTemporaryDir tmp;

@@ -200,6 +200,11 @@ private slots:
         QCOMPARE(p.exitCode(), 2);
         QVERIFY(p.readAllStandardError().contains("unknown argument '--frobnicate'"));
 
+        p.start(m_worker, { "--stdio", "--threads", "0" });
+        QVERIFY(p.waitForFinished(10000));
+        QCOMPARE(p.exitCode(), 2);
+        QVERIFY(p.readAllStandardError().contains("missing positive number after '--threads'"));
+
         p.start(m_worker, {});
         QVERIFY(p.waitForFinished(10000));
         QCOMPARE(p.exitCode(), 2);

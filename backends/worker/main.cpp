@@ -29,7 +29,7 @@ namespace {
 
 using namespace hone;
 
-constexpr const char* kUsage = "usage: hone-worker --stdio [--cache-dir DIR] [--no-sandbox]\n"
+constexpr const char* kUsage = "usage: hone-worker --stdio [--cache-dir DIR] [--no-sandbox] [--threads N]\n"
                                "       hone-worker --runner FD   (started by the worker itself)\n"
                                "       hone-worker --version\n";
 
@@ -44,6 +44,8 @@ constexpr OptionDoc kOptions[] = {
     { "--stdio", nullptr, "speak the worker protocol (docs/FORMATS.md) on standard input and output; required" },
     { "--cache-dir", "DIR", "compile and calibration cache (default $HONE_CACHE_DIR, else ~/.cache/hone)" },
     { "--no-sandbox", nullptr, "run candidate code without the bubblewrap sandbox (docs/THREAT_MODEL.md)" },
+    { "--threads", "N", "host threads for drawing, hashing and comparing tensors (sets $HONE_WORKER_THREADS; "
+                        "default: the hardware threads, at most 16)" },
     { "--profile-once", "REQUEST", "evaluate one request file under a profiler and print the result" },
     { "--version", nullptr, "print the version and the protocol version, then exit" },
     { "--help", nullptr, "print the usage and exit" },
@@ -171,13 +173,18 @@ int main(int argc, char** argv)
             stdio = true;
         } else if (arg == "--no-sandbox") {
             ::setenv("HONE_NO_SANDBOX", "1", 1); // read by the runners' sandbox decision
+        } else if (arg == "--threads" && i + 1 < argc && std::atoi(argv[i + 1]) > 0) {
+            ::setenv("HONE_WORKER_THREADS", argv[++i], 1); // read once, by hostThreads()
         } else if (arg == "--cache-dir" && i + 1 < argc && argv[i + 1][0] != '\0') {
             cacheDir = argv[++i];
         } else if (arg.rfind("--cache-dir=", 0) == 0 && arg.size() > 12) {
             cacheDir = arg.substr(12);
         } else {
             std::fprintf(stderr, "hone-worker: %s '%s'\n%s",
-                arg == "--cache-dir" ? "missing directory after" : "unknown argument", arg.c_str(), kUsage);
+                arg == "--cache-dir" ? "missing directory after"
+                    : arg == "--threads" ? "missing positive number after"
+                                         : "unknown argument",
+                arg.c_str(), kUsage);
             return 2;
         }
     }
