@@ -43,6 +43,8 @@ struct ReplayCliOptions {
     std::string learnMoves;  // write the move skill learnt from the table here
     std::optional<double> skillWeight;
     std::optional<int> skillStartup;
+    std::string hybridStart;               // climb | sample: hybrid's start-up (default climb)
+    std::optional<double> hybridRandomPick; // hybrid's share of model-free neighbour picks (default 0.25)
 };
 
 /// The knob spaces of the seed files in `dir` (its seeds/ folder when it has one), by file name.
@@ -187,6 +189,10 @@ int cmdReplay(const ReplayCliOptions& o, const std::string& storePath)
                 ro.knobPolicy.hybrid.skillWeight = *o.skillWeight;
             if (o.skillStartup)
                 ro.knobPolicy.hybrid.skillStartup = *o.skillStartup;
+            if (!o.hybridStart.empty())
+                ro.knobPolicy.hybrid.climbStart = o.hybridStart == "climb";
+            if (o.hybridRandomPick)
+                ro.knobPolicy.hybrid.randomPick = *o.hybridRandomPick;
             if (o.uctC || o.uctWidening) {
                 core::UctParams u = o.uctWidening ? core::UctParams::legacy() : table.recording().uct;
                 if (o.uctC)
@@ -274,7 +280,13 @@ void addReplayCommand(CLI::App& app, const std::string& storePath)
         "a move skill (JSON from --learn-moves) that orders the hybrid policy's moves (docs/SEARCH.md, \"Skills that transfer\")");
     cmd->add_option("--skill-weight", o->skillWeight, "weight of the skill's log-odds in the hybrid's neighbour score (default 2)");
     cmd->add_option("--skill-startup", o->skillStartup,
-        "with --skill: uniform samples (seeds included) before the hybrid's model and skill are used (default 3)");
+        "with --skill: start-up results (seeds included) before the hybrid's model is used (default 3)");
+    cmd->add_option("--hybrid-start", o->hybridStart,
+           "hybrid's start-up: climb from the best seed (default) or sample uniformly (the hybrid of 2026-11-27)")
+        ->check(CLI::IsMember({"climb", "sample"}));
+    cmd->add_option("--hybrid-random-pick", o->hybridRandomPick,
+           "hybrid: share of its neighbour picks made without the model (default 0.25; 0: the hybrid of 2026-11-27)")
+        ->check(CLI::Range(0.0, 1.0));
     cmd->add_option("--learn-moves", o->learnMoves,
         "write the move skill learnt from the table's one-knob pairs (after --acts-from) to this file");
     cmd->add_option("--seeds", o->seeds, "replays per policy, seeds S, S+1, ... (default 1000)")

@@ -96,14 +96,16 @@ struct GuidedParams {
 };
 
 struct HybridParams {
-    int startup = 6;          // uniform samples before the model is used (known results, seeds included)
+    int startup = 6;          // results (seeds included) before the model is used
+    bool climbStart = true;   // the start-up climbs from the best seed (false: uniform samples, the 2026-11-27 hybrid)
+    double randomPick = 0.25; // share of the climb's neighbour picks drawn uniformly instead of by the model
     double localBonus = 0;    // a neighbour wins over the model's global candidate unless that scores this much higher (log l/g)
     TpeParams tpe {10, 24, 0.2, 25, 1.0}; // the model (its startup unused): good group the best 20%
     /// A skill that transfers (docs/SEARCH.md): its log-odds for a neighbour's move, times
     /// skillWeight, is added to the model's score of that neighbour. Null: no skill.
     std::shared_ptr<const MoveSkill> skill;
     double skillWeight = 2.0;
-    int skillStartup = 3; // with a skill: uniform samples before the model and the skill are used (seeds included)
+    int skillStartup = 3; // with a skill: start-up results (seeds included) before the model is used
 };
 
 struct KnobPolicyParams {

@@ -8,14 +8,19 @@
 namespace hone::core::knobpolicy {
 namespace {
 
-/// After `startup` uniform points, every proposal builds the TPE model of the known results
-/// (TpeModel, with the hybrid's own parameters) and draws one global candidate g from it. The
-/// climb (Base::climb: the current point, free steps onto known faster neighbours) then offers
-/// the unseen one-knob neighbour n of the current point that the model scores highest (ties in a
-/// random order; with a skill, its log-odds for the neighbour's move joins the score). If score(g) > score(n) + localBonus, g is proposed instead and the climb goes
-/// on from it (a jump); else n. At a local optimum the climb restarts from g. So on spaces whose
-/// good region the model has found, the policy climbs; where the model sees something better than
-/// every neighbour, it jumps there.
+/// For its first `startup` results (seeds included) the policy climbs as `hillclimb` does, from
+/// the best seed (with a skill, the neighbour the skill likes best first; else a random one): an
+/// iterated local search starts from the incumbent, as SMAC's does from the default. From then
+/// on every proposal builds the TPE model of the known results (TpeModel, with the hybrid's own
+/// parameters) and draws one global candidate g from it. The climb (Base::climb: the current
+/// point, free steps onto known faster neighbours) then offers, `randomPick` of the time, an
+/// unseen one-knob neighbour drawn uniformly (random interleaving, as SMAC interleaves random
+/// configurations, so that a model that misleads cannot steer every step), and otherwise the
+/// unseen neighbour n that the model scores highest (ties in a random order; with a skill, its
+/// log-odds for the neighbour's move joins the score). If score(g) > score(n) + localBonus, g
+/// is proposed instead and the climb goes on from it (a jump); else n. At a local optimum the
+/// climb restarts from g. So on spaces whose good region the model has found, the policy
+/// climbs; where the model sees something better than every neighbour, it jumps there.
 class Hybrid : public Base {
 public:
     Hybrid(std::shared_ptr<const KnobDomain> d, uint64_t seed, HybridParams p)
@@ -30,10 +35,17 @@ public:
         sync(tree);
         auto obs = TpeModel::observe(
             tree, [&](NodeId id) { return pointOfNode(id); }, [&](size_t p) { return nodeAt(p); });
+        // A pick without the model: the unseen neighbour the skill likes best, or a uniform one.
+        auto modelFree = [&](size_t p, const Node& current, const std::vector<size_t>& unseen) {
+            return bestOf(unseen, rng, [&](size_t q) { return skillTerm(p, q, current.bound); });
+        };
         const int startup = m_p.skill && !m_p.skill->empty() ? m_p.skillStartup : m_p.startup;
         if (static_cast<int>(obs.size()) < startup) {
-            auto p = freshPoint();
-            return p ? std::optional<KnobMove>(fresh(*p)) : std::nullopt;
+            if (!m_p.climbStart) {
+                auto p = freshPoint();
+                return p ? std::optional<KnobMove>(fresh(*p)) : std::nullopt;
+            }
+            return climb(tree, modelFree);
         }
         TpeModel model(*m_domain, std::move(obs), m_p.tpe);
         const auto global = model.propose(rng, [&](size_t p) { return nodeAt(p) < 0; });
@@ -42,17 +54,11 @@ public:
         auto step = climb(
             tree,
             [&](size_t p, const Node& current, const std::vector<size_t>& unseen) {
-                size_t start = below(rng, unseen.size());
-                size_t best = unseen[start];
-                double bestScore = -std::numeric_limits<double>::infinity();
-                for (size_t i = 0; i < unseen.size(); ++i) {
-                    size_t q = unseen[(start + i) % unseen.size()];
-                    double sc = model.score(q) + skillTerm(p, q, current.bound);
-                    if (sc > bestScore) {
-                        best = q;
-                        bestScore = sc;
-                    }
-                }
+                if (m_p.randomPick > 0 && unit(rng) < m_p.randomPick)
+                    return modelFree(p, current, unseen);
+                double bestScore = 0;
+                size_t best = bestOf(unseen, rng, [&](size_t q) { return model.score(q) + skillTerm(p, q, current.bound); },
+                    &bestScore);
                 jump = global && model.score(*global) > bestScore + m_p.localBonus;
                 return best;
             },
@@ -68,6 +74,26 @@ public:
     }
 
 private:
+    /// The point of `points` (not empty) with the highest `score`, ties broken by a random start.
+    static size_t bestOf(const std::vector<size_t>& points, std::mt19937_64& rng,
+        const std::function<double(size_t)>& score, double* bestScore = nullptr)
+    {
+        size_t start = below(rng, points.size());
+        size_t best = points[start];
+        double top = -std::numeric_limits<double>::infinity();
+        for (size_t i = 0; i < points.size(); ++i) {
+            size_t q = points[(start + i) % points.size()];
+            double sc = score(q);
+            if (sc > top) {
+                best = q;
+                top = sc;
+            }
+        }
+        if (bestScore)
+            *bestScore = top;
+        return best;
+    }
+
     /// The skill's opinion of the move p -> q (one knob) from a point diagnosed `bound`.
     double skillTerm(size_t p, size_t q, const std::string& bound) const
     {
