@@ -54,7 +54,7 @@ SessionAssembly::SessionAssembly(
     m_engine = std::make_unique<core::Engine>(store, *m_executor);
 
     // Live move skills (docs/SEARCH.md): the file given, else what the store's history says about
-    // moves on this arch, learnt once when a new session starts (a resumed one keeps its own).
+    // moves on this machine, learnt once when a new session starts (a resumed one keeps its own).
     if (!config.moveSkillFile.empty()) {
         if (!config.skills)
             throw CliError(ExitCode::Usage, "--move-skill and --no-skills contradict each other; pass one of them");

@@ -36,12 +36,14 @@ MoveHistorySkill learnMoveHistory(const core::Store& store, const MoveHistoryQue
     std::sort(sessions.begin(), sessions.end(), [](const auto& a, const auto& b) { return a.id > b.id; });
     std::map<std::string, std::vector<int64_t>> byProblem; // problem hash -> sessions
     std::map<std::string, std::string> names;              // problem hash -> name
-    int taken = 0;
+    int taken = 0, read = 0;
     for (const auto& rec : sessions) {
-        if (taken >= q.maxSessions)
+        // A long history of other problems costs a read per session: look at the newest only.
+        if (taken >= q.maxSessions || read >= 4 * q.maxSessions)
             break;
         if (rec.target != q.target)
             continue;
+        ++read;
         SessionDump dump;
         try {
             dump = loadSession(store, rec.id);

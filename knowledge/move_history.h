@@ -23,7 +23,7 @@ struct MoveHistoryQuery {
     std::string target;       // cpu | cuda | hip
     std::string device;       // the device as the worker names it; a card's " [uuid]" is ignored
     bool sameFamily = true;   // only sessions of problems of `family`; false: every family
-    int maxSessions = 50;     // the most recent matching sessions
+    int maxSessions = 50;     // the most recent matching sessions, among at most 4x as many read
 };
 
 struct MoveHistorySkill {

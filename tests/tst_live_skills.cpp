@@ -197,18 +197,18 @@ private slots:
     }
 
     /// `--move-skill FILE` takes precedence over the history, and orders the neighbours: a skill
-    /// that says "UNROLL up gains, every other move loses" makes every neighbour move, from a
-    /// point that still had an unseen UNROLL-up neighbour, one of those moves.
+    /// that says "UNROLL up and CHUNK up gain, every other move loses" makes every neighbour move,
+    /// from a point that still had an unseen UNROLL-up or CHUNK-up neighbour, one of those moves.
     void fileSkillOrdersTheNeighbours()
     {
         const QString store = path(QStringLiteral("file.db"));
         copyStore(m_base, store);
-        const QString skill = path(QStringLiteral("unroll-up.json"));
+        const QString skill = path(QStringLiteral("unroll-chunk-up.json"));
         nlohmann::json moves = nlohmann::json::array();
         for (const char* knob : {"UNROLL", "THREADS", "CHUNK"})
             for (int dir : {1, -1})
                 moves.push_back({{"bound", "memory"}, {"knob", knob}, {"acts", ""}, {"direction", dir},
-                    {"wins", std::string(knob) == "UNROLL" && dir == 1 ? 1000 : 0}, {"trials", 1000}});
+                    {"wins", std::string(knob) != "THREADS" && dir == 1 ? 1000 : 0}, {"trials", 1000}});
         {
             QFile f(skill);
             QVERIFY(f.open(QIODevice::WriteOnly));
@@ -222,7 +222,8 @@ private slots:
             qPrintable(c.out));
 
         const auto ps = proposals(store, 2);
-        static const std::vector<std::string> unroll {"1", "2", "4", "8"};
+        const std::map<std::string, std::vector<std::string>> raising {
+            {"UNROLL", {"1", "2", "4", "8"}}, {"CHUNK", {"1024", "4096", "16384"}}};
         std::map<int64_t, const Proposal*> byId;
         int checked = 0;
         for (size_t i = 0; i < ps.size(); ++i) {
@@ -230,15 +231,17 @@ private slots:
             if (ps[i].origin != "neighbour")
                 continue;
             const Proposal& parent = *byId.at(ps[i].parent);
-            // The parent's unseen admissible neighbours that raise UNROLL (to any later value).
+            // The parent's unseen admissible neighbours that raise UNROLL or CHUNK (to any later value).
             std::vector<std::map<std::string, std::string>> ups;
-            for (auto u = std::find(unroll.begin(), unroll.end(), parent.knobs.at("UNROLL")) + 1; u < unroll.end(); ++u) {
-                auto target = parent.knobs;
-                target["UNROLL"] = *u;
-                const bool seen = std::any_of(ps.begin(), ps.begin() + static_cast<long>(i),
-                    [&](const Proposal& p) { return p.knobs == target; });
-                if (!seen && std::stoi(*u) * std::stoi(parent.knobs.at("THREADS")) <= 8)
-                    ups.push_back(target);
+            for (const auto& [knob, values] : raising) {
+                for (auto v = std::find(values.begin(), values.end(), parent.knobs.at(knob)) + 1; v < values.end(); ++v) {
+                    auto target = parent.knobs;
+                    target[knob] = *v;
+                    const bool seen = std::any_of(ps.begin(), ps.begin() + static_cast<long>(i),
+                        [&](const Proposal& p) { return p.knobs == target; });
+                    if (!seen && std::stoi(target.at("UNROLL")) * std::stoi(target.at("THREADS")) <= 8)
+                        ups.push_back(target);
+                }
             }
             if (ups.empty())
                 continue; // every move from here loses, says the skill: the model decides
