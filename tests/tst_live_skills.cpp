@@ -5,7 +5,6 @@
 
 #include "core/store.h"
 
-#include <QDir>
 #include <QFile>
 #include <QProcess>
 #include <QRegularExpression>
@@ -15,9 +14,7 @@
 #include <sqlite3.h>
 
 #include <algorithm>
-#include <filesystem>
 #include <map>
-#include <optional>
 
 using namespace hone;
 
