@@ -65,6 +65,8 @@ struct Globals {
     std::string spool;       // --spool DIR: the worker protocol through files (docs/REMOTE.md)
     bool workersGiven = false;
     bool createFolders = false; // --create: make missing folders above --store
+    std::string moveSkillFile;      // run --move-skill FILE (docs/SEARCH.md, "Live move skills")
+    std::string moveSkillScope = "family"; // run --move-skill-scope: family | all
 };
 
 /// Prints a live progress line: in place on a terminal, a line every few evaluations otherwise.
@@ -119,6 +121,8 @@ app::SessionConfig sessionConfig(const Globals& g, const app::LlmCliOptions& llm
     c.spool = g.spool;
     c.workersGiven = g.workersGiven;
     c.skills = g.skills;
+    c.moveSkillFile = g.moveSkillFile;
+    c.moveSkillSameFamily = g.moveSkillScope == "family";
     c.llm = llm;
     return c;
 }
@@ -297,6 +301,7 @@ int cmdRun(const Globals& g, core::RunOptions opts, bool json, std::optional<int
                 {"problem", w.problemName}, {"same_problem", w.sameProblem}, {"speedup", w.speedup}});
         j["warm_start_notes"] = report.warmStartNotes;
         j["memory_op"] = report.memoryOp;
+        j["move_skill"] = report.moveSkill ? nlohmann::json {{"from", report.moveSkillFrom}, {"kinds", report.moveSkill->stats.size()}} : nlohmann::json();
         for (const auto& [name, arm] : report.operators)
             j["operators"][name] = {{"proposed", arm.proposed}, {"evaluated", arm.evaluated}, {"improved", arm.improved}};
         if (session.llm())
@@ -465,6 +470,8 @@ int main(int argc, char** argv)
     run->add_option("--restart-after", opts.restartAfter, "with --memory-op auto: restart after N evaluations without a 1% gain (0: never)")->check(CLI::Range(0, 1000000));
     run->add_flag("!--no-warm-start", opts.warmStart, "start from the seeds only, not from the best kernels of earlier sessions");
     run->add_option("--warm-start", opts.warmStartCount, "warm-start kernels from earlier sessions (default 3)")->check(CLI::Range(0, 100));
+    run->add_option("--move-skill", g.moveSkillFile, "a move skill (JSON from hone replay --learn-moves) that orders the hybrid policy's moves, instead of one learnt from the store's sessions on this machine (docs/SEARCH.md, \"Live move skills\")");
+    run->add_option("--move-skill-scope", g.moveSkillScope, "learn the move skill from the store's sessions on this machine of the problem's family (family) or of every family (all)")->check(CLI::IsMember({"family", "all"}));
     run->add_flag("--json", json, "print the report as JSON");
     app::LlmCliOptions llmOpts;
     app::addLlmRunOptions(*run, opts, llmOpts);

@@ -8,6 +8,7 @@
 #include "backends/spool_executor.h"
 #include "core/warm_start.h"
 #include "knowledge/knowledge_base.h"
+#include "knowledge/move_history.h"
 #include "knowledge/skills.h"
 
 #include <cstdlib>
@@ -51,6 +52,44 @@ SessionAssembly::SessionAssembly(
         opts.workers = m_executor->slotCount();
     }
     m_engine = std::make_unique<core::Engine>(store, *m_executor);
+
+    // Live move skills (docs/SEARCH.md): the file given, else what the store's history says about
+    // moves on this machine, learnt once when a new session starts (a resumed one keeps its own).
+    if (!config.moveSkillFile.empty()) {
+        if (!config.skills)
+            throw CliError(ExitCode::Usage, "--move-skill and --no-skills contradict each other; pass one of them");
+        if (opts.policy != "hybrid")
+            throw CliError(ExitCode::Usage, "--move-skill orders the moves of the hybrid policy; use it with "
+                                            "--policy hybrid (the default with --synth knob), not " + opts.policy);
+        if (!config.resume) {
+            core::MoveSkill skill;
+            try {
+                skill = knowledge::readMoveSkillFile(config.moveSkillFile);
+            } catch (const std::runtime_error& e) {
+                throw CliError(ExitCode::Input, e.what());
+            }
+            opts.moveSkillFrom = "file " + config.moveSkillFile
+                + (skill.learntFrom.empty() ? std::string() : " (learnt from " + skill.learntFrom + ")");
+            opts.moveSkill = std::make_shared<const core::MoveSkill>(std::move(skill));
+        }
+    } else if (config.skills && !config.resume) {
+        m_engine->setMoveSkillProvider([this, &store, sameFamily = config.moveSkillSameFamily](
+                                           const std::string& family, const std::string& device,
+                                           const std::string& kind) {
+            knowledge::SessionDump where;
+            where.device = device;
+            where.target = kind;
+            knowledge::MoveHistoryQuery q;
+            q.family = family;
+            q.arch = knowledge::sessionArch(where);
+            q.target = kind;
+            q.device = device;
+            q.sameFamily = sameFamily;
+            auto learnt = knowledge::learnMoveHistory(store, q);
+            m_moveSkillNote = learnt.note;
+            return std::make_pair(learnt.skill, learnt.from);
+        });
+    }
 
     // Skills: priors from earlier sessions on the same family and arch, and a new skill when this
     // one beats its baseline by 10%.
@@ -102,6 +141,10 @@ std::vector<std::string> SessionAssembly::afterRun(const core::Report& report, c
                 + std::to_string(arm.improved) + " beat their parent)";
     if (!ops.empty())
         notes.push_back("operators  " + report.memoryOp + ": " + ops);
+    if (report.moveSkill)
+        notes.push_back("move skill " + knowledge::describeMoveSkill(*report.moveSkill, report.moveSkillFrom));
+    else if (!m_moveSkillNote.empty())
+        notes.push_back("move skill " + m_moveSkillNote);
     if (m_kb && report.progress.session > 0) {
         if (m_engine->sourcesWithPrior() > 0)
             notes.push_back("skills     stored skills biased the knob search of "

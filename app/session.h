@@ -35,6 +35,11 @@ struct SessionConfig {
     bool workersGiven = false; // the caller chose opts.workers (else remote targets and spools decide)
     bool resume = false;       // a stored session continues: a spool keeps its stored workers
     bool skills = true;      // knob priors from the knowledge base; a gain writes a skill back
+    // Live move skills (docs/SEARCH.md) for the hybrid policy, with `skills` on: this file's
+    // (`hone run --move-skill`), else one learnt from the store's other sessions on the same arch
+    // and kind of device.
+    std::string moveSkillFile;
+    bool moveSkillSameFamily = true; // learn from the problem's family only; false: every family
     LlmCliOptions llm;       // output options of the LLM synthesizer
 };
 
@@ -68,7 +73,7 @@ public:
     core::EngineObserver* observers(core::EngineObserver* inner);
 
     /// After the run: outcomes of the knowledge hits and the skill write-back. One line per
-    /// thing done (warm start, operators, skills), for the report.
+    /// thing done (warm start, operators, move skill, skills), for the report.
     std::vector<std::string> afterRun(const core::Report& report, const std::string& family);
 
     /// Whether afterRun changed the knowledge base (hit outcomes recorded, a skill written), so
@@ -86,6 +91,7 @@ private:
     std::unique_ptr<KbKnowledgeSource> m_kbSource;
     std::unique_ptr<LlmRun> m_llm;
     std::string m_skillsNote;
+    std::string m_moveSkillNote; // why a new session got no move skill
     bool m_knowledgeChanged = false;
 };
 

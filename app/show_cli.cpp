@@ -9,8 +9,10 @@
 #include "core/export_torch.h"
 #include "core/problem_spec.h"
 #include "core/knobs.h"
+#include "core/engine.h"
 #include "core/objective.h"
 #include "core/store.h"
+#include "knowledge/move_history.h"
 
 #include <cstdio>
 #include <algorithm>
@@ -78,6 +80,12 @@ void printTree(const core::Store& store, int64_t sessionId)
         rec->problemName.c_str(), rec->target.c_str(), rec->policy.c_str(),
         static_cast<unsigned long long>(rec->seed), rec->status.c_str(), rec->stopReason.empty() ? "" : ": ",
         rec->stopReason.c_str());
+    try { // the hybrid policy's move skill (docs/SEARCH.md, "Live move skills"), where it had one
+        if (const auto o = core::RunOptions::fromJson(rec->config); o.moveSkill)
+            std::printf("move skill %s\n", knowledge::describeMoveSkill(*o.moveSkill, o.moveSkillFrom).c_str());
+    } catch (const std::exception& e) {
+        std::printf("move skill unreadable: %s\n", e.what());
+    }
     const auto bestCheck = reverified.find(best);
     std::printf("%zu nodes, %zu evaluated, best node %lld at %.2fx (%s)\n", nodes.size() - (nodes.empty() ? 0 : 1),
         evals.size(), static_cast<long long>(best), bestSpeedup,

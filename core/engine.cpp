@@ -10,6 +10,7 @@
 #include <chrono>
 #include <cmath>
 #include <deque>
+#include <tuple>
 #include <map>
 #include <thread>
 
@@ -48,8 +49,8 @@ std::string langOf(const std::string& name)
 
 nlohmann::json RunOptions::toJson() const
 {
-    return {{"problem_dir", std::filesystem::absolute(problemDir).string()}, {"target", target}, {"policy", policy},
-        {"budget", budget}, {"workers", workers}, {"seed", seed}, {"target_speedup", targetSpeedup},
+    nlohmann::json j = {{"problem_dir", std::filesystem::absolute(problemDir).string()}, {"target", target},
+        {"policy", policy}, {"budget", budget}, {"workers", workers}, {"seed", seed}, {"target_speedup", targetSpeedup},
         {"stall", stall}, {"time_limit_s", timeLimitSeconds}, {"check_seeds", checkSeeds}, {"samples", samples},
         {"warmup", warmup}, {"compile_limit_s", compileLimitSeconds}, {"run_limit_s", runLimitSeconds},
         {"use_cache", useCache},
@@ -61,6 +62,9 @@ nlohmann::json RunOptions::toJson() const
         {"warm_start", warmStart}, {"warm_start_count", warmStartCount}, {"repair", repair},
         {"llm_budget_usd", llmBudgetUsd}, {"llm_token_budget", llmTokenBudget}, {"hints", hints}, {"llm", llm},
         {"reverify", reverify}};
+    if (moveSkill)
+        j["move_skill"] = {{"from", moveSkillFrom}, {"skill", moveSkill->toJson()}};
+    return j;
 }
 
 RunOptions RunOptions::fromJson(const nlohmann::json& j)
@@ -113,6 +117,11 @@ RunOptions RunOptions::fromJson(const nlohmann::json& j)
     if (auto l = j.find("llm"); l != j.end() && l->is_object())
         o.llm = *l;
     o.reverify = j.value("reverify", o.reverify);
+    if (auto m = j.find("move_skill"); m != j.end() && m->is_object()) {
+        o.moveSkill = std::make_shared<const MoveSkill>(MoveSkill::fromJson(m->value("skill", nlohmann::json()),
+            "the session's stored move skill"));
+        o.moveSkillFrom = m->value("from", std::string());
+    }
     return o;
 }
 
@@ -300,6 +309,10 @@ Report Engine::run(const RunOptions& options, EngineObserver* observer)
 {
     setup(options);
     ProblemSpec spec = loadProblem(m_options.problemDir);
+    // The hybrid policy's move skill, fixed before the session is stored (resume keeps it).
+    if (m_moveSkillProvider && !m_options.moveSkill && m_options.policy == "hybrid")
+        std::tie(m_options.moveSkill, m_options.moveSkillFrom)
+            = m_moveSkillProvider(spec.family, m_device, m_options.target);
     int64_t problemId = m_store.upsertProblem(spec);
     m_session = m_store.createSession(problemId, m_options.target, m_options.policy, m_options.seed, m_options.toJson());
     const SessionLock lock(m_store.path(), m_session); // held until the loop returns

@@ -75,6 +75,12 @@ struct RunOptions {
     // Re-verify the best node in a fresh worker with new seeds before the report names it
     // (docs/SEARCH.md, "Re-verification"); `hone run --no-reverify` turns it off.
     bool reverify = true;
+    // A skill that transfers (docs/SEARCH.md, "Live move skills"): move statistics the hybrid
+    // policy orders its neighbours by. Fixed when the session starts (`--move-skill FILE`, else
+    // learnt from the store's other sessions on the same arch) and stored with the session, so
+    // that resume keeps it. Null: none.
+    std::shared_ptr<const MoveSkill> moveSkill;
+    std::string moveSkillFrom; // where it came from, for the report ("file X", "this store's sessions 1, 3")
 
     nlohmann::json toJson() const;
     static RunOptions fromJson(const nlohmann::json& j);
@@ -138,6 +144,9 @@ struct Report {
     std::vector<protocol::ShapeResult> bestShapes;
     std::vector<double> bestShapeWeights;
     std::vector<std::string> bestSlowerOn;
+    // The move skill the session's hybrid policy used (RunOptions::moveSkill), and whence.
+    std::shared_ptr<const MoveSkill> moveSkill;
+    std::string moveSkillFrom;
 };
 
 /// Receives engine events on the engine's thread. Keep handlers short.
@@ -237,6 +246,13 @@ public:
     /// How many of the session's sources got a non-empty prior.
     int sourcesWithPrior() const { return m_sourcesWithPrior; }
 
+    /// The move skill of a new `--policy hybrid` session that has none in its options (docs/SEARCH.md,
+    /// "Live move skills"): asked once, before the session is stored, with the problem's family,
+    /// the device and the target. Returns the skill (null: none) and where it came from.
+    using MoveSkillProvider = std::function<std::pair<std::shared_ptr<const MoveSkill>, std::string>(
+        const std::string& family, const std::string& device, const std::string& target)>;
+    void setMoveSkillProvider(MoveSkillProvider provider) { m_moveSkillProvider = std::move(provider); }
+
     const SearchTree& tree() const { return m_tree; }
     int64_t sessionId() const { return m_session; }
 
@@ -325,6 +341,7 @@ private:
     std::unique_ptr<KnobPolicy> m_knobPolicy; // a knob-space --policy, built at the first proposal
 
     KnobPriorProvider m_priorProvider;
+    MoveSkillProvider m_moveSkillProvider;
 
     int m_sourcesWithPrior = 0;
     std::shared_ptr<const ProblemSpec> m_spec;

@@ -96,9 +96,13 @@ std::optional<NodeId> Engine::proposeGrid(EngineObserver* observer)
 std::optional<NodeId> Engine::proposeKnobPolicy(EngineObserver* observer, std::string& stopReason)
 {
     try {
-        if (!m_knobPolicy)
+        if (!m_knobPolicy) {
+            KnobPolicyParams params;
+            params.hybrid.skill = m_options.moveSkill; // the session's move skill (docs/SEARCH.md)
             m_knobPolicy = makeKnobPolicy(m_options.policy,
-                domainOfSeeds(m_tree, [this](const std::string& hash) { return m_synth.space(hash); }), m_options.seed);
+                domainOfSeeds(m_tree, [this](const std::string& hash) { return m_synth.space(hash); }), m_options.seed,
+                params);
+        }
     } catch (const KnobError& e) {
         if (stopReason.empty())
             stopReason = e.what();

@@ -471,6 +471,8 @@ Report Engine::Loop::finish()
         report.operators.emplace_back(memoryOperatorName(op), e.m_memory.arm(op));
     report.warmStart = e.m_warmStart;
     report.warmStartNotes = e.m_warmStartNotes;
+    report.moveSkill = e.m_options.moveSkill;
+    report.moveSkillFrom = e.m_options.moveSkillFrom;
     // The best is named only after a fresh worker with new seeds agrees (engine_reverify.cpp).
     if (status == "failed" || !e.m_tree.best()) {
         report.best = e.m_tree.best();
