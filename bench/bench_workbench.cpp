@@ -13,6 +13,8 @@
 #include "views/diff_view.h"
 #include "views/line_diff.h"
 #include "views/tree_layout.h"
+
+#include "tests/code_lines.h"
 #include "core/store.h"
 
 #include <QApplication>
@@ -168,11 +170,7 @@ BENCHMARK(BM_LiveTree)->Arg(5000)->Iterations(1)->Unit(benchmark::kMillisecond)-
 void BM_OpenLargeDiff(benchmark::State& state)
 {
     const int lines = static_cast<int>(state.range(0));
-    QStringList left;
-    for (int i = 0; i < lines; ++i)
-        left << (i % 10 == 9 ? QStringLiteral("}")
-                 : i % 10 == 0 ? QString()
-                               : QStringLiteral("    x[%1] = y[%1] * %2;").arg(i).arg(i % 7));
+    const QStringList left = codeLines(lines);
     QStringList right = left;
     for (int i = 5; i < lines; i += 50)
         right[i] += QStringLiteral(" // edited");
@@ -190,16 +188,6 @@ void BM_OpenLargeDiff(benchmark::State& state)
     state.counters["changed_lines"] = static_cast<double>(view.diff().added);
 }
 BENCHMARK(BM_OpenLargeDiff)->Arg(20000)->Unit(benchmark::kMillisecond)->UseRealTime();
-
-QStringList codeLines(int n)
-{
-    QStringList out;
-    for (int i = 0; i < n; ++i)
-        out << (i % 10 == 9 ? QStringLiteral("}")
-                 : i % 10 == 0 ? QString()
-                               : QStringLiteral("    x[%1] = y[%1] * %2;").arg(i).arg(i % 7));
-    return out;
-}
 
 void BM_DiffLines(benchmark::State& state)
 {

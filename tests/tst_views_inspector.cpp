@@ -9,6 +9,8 @@
 #include "views/session_data.h"
 #include "views/timing_plot.h"
 
+#include "tests/code_lines.h"
+
 #include <Qsci/qscilexercpp.h>
 #include <qcustomplot.h>
 
@@ -95,16 +97,6 @@ int lcsLength(const QStringList& a, const QStringList& b)
 }
 
 /// 5,000 lines of code-like text: unique statements, repeated braces and blank lines.
-QStringList codeLines(int n)
-{
-    QStringList out;
-    for (int i = 0; i < n; ++i)
-        out << (i % 10 == 9   ? QStringLiteral("}")
-                : i % 10 == 0 ? QString()
-                              : QStringLiteral("    x[%1] = y[%1] * %2;").arg(i).arg(i % 7));
-    return out;
-}
-
 /// The 5,000-line pair with three edits: line 1003 changed, a line inserted after 2504, line
 /// 4004 deleted.
 std::pair<QStringList, QStringList> threeEdits()
