@@ -8,6 +8,8 @@
 #include "core/engine.h"
 #include "core/protocol.h"
 
+#include "tests/hone_cli.h"
+
 #include <QDir>
 #include <QFile>
 #include <QProcess>
@@ -21,24 +23,12 @@ using hone::app::ExitCode;
 
 namespace {
 
-struct Cli {
-    int code = -1;
-    QString out;
-    QString err;
-};
+using Cli = HoneRun;
 
 Cli runHone(
     const QStringList& args, const QProcessEnvironment& env = QProcessEnvironment::systemEnvironment())
 {
-    QProcess p;
-    p.setProcessEnvironment(env);
-    p.start(qEnvironmentVariable("HONE_CLI"), args);
-    if (!p.waitForFinished(120000)) {
-        p.kill();
-        p.waitForFinished();
-    }
-    return { p.exitStatus() == QProcess::NormalExit ? p.exitCode() : -1,
-        QString::fromUtf8(p.readAllStandardOutput()), QString::fromUtf8(p.readAllStandardError()) };
+    return runHoneCli(args, 120000, env);
 }
 
 QString problemDir()

@@ -6,6 +6,8 @@
 #include "knowledge/knowledge_base.h"
 #include "knowledge/skills.h"
 
+#include "tests/hone_cli.h"
+
 #include <QProcess>
 #include <QTemporaryDir>
 #include <QtTest>
@@ -89,20 +91,9 @@ SourceDocument markdownDoc(const std::string& uid, const std::string& body)
     return d;
 }
 
-struct CliResult {
-    int rc = -1;
-    QString out;
-    QString err;
-};
+using CliResult = HoneRun;
 
-CliResult runHone(const QStringList& args)
-{
-    QProcess p;
-    p.start(qEnvironmentVariable("HONE_CLI"), args);
-    p.waitForFinished(60000);
-    return { p.exitStatus() == QProcess::NormalExit ? p.exitCode() : -1,
-        QString::fromUtf8(p.readAllStandardOutput()), QString::fromUtf8(p.readAllStandardError()) };
-}
+CliResult runHone(const QStringList& args) { return runHoneCli(args, 60000); }
 
 QStringList withKb(const fs::path& kb, QStringList args)
 {
@@ -567,7 +558,7 @@ private slots:
             corpus += e.path().extension() == ".md" ? 1 : 0;
         QVERIFY(corpus > 10);
         CliResult first = runHone(withKb(store, { "kb", "init" }));
-        QVERIFY2(first.rc == 0, qPrintable(first.err));
+        QVERIFY2(first.code == 0, qPrintable(first.err));
         QVERIFY2(first.out.contains(QString("%1 added, 0 updated, 0 unchanged").arg(corpus)), qPrintable(first.out));
         QVERIFY2(first.out.contains(QString("(%1 documents now)").arg(corpus)), qPrintable(first.out));
         {
@@ -576,7 +567,7 @@ private slots:
             QVERIFY(!base.search("bank conflicts", {}, 3).empty());
         }
         CliResult again = runHone(withKb(store, { "kb", "init" }));
-        QVERIFY2(again.rc == 0, qPrintable(again.err));
+        QVERIFY2(again.code == 0, qPrintable(again.err));
         QVERIFY2(again.out.contains(QString("0 added, 0 updated, %1 unchanged").arg(corpus)), qPrintable(again.out));
     }
 
@@ -591,13 +582,13 @@ private slots:
         writeFile(root / "docs" / "sub" / "tips.txt", "Tips\n====\n\nPad the tile by one column.\n");
         CliResult add = runHone(withKb(store,
             { "kb", "add", QString::fromStdString((root / "docs").string()), "--category", "guidance" }));
-        QVERIFY2(add.rc == 0, qPrintable(add.err));
+        QVERIFY2(add.code == 0, qPrintable(add.err));
         QVERIFY2(add.out.contains("added     banks v1 (1 chunks)"), qPrintable(add.out));
         QVERIFY(add.out.contains("2 added, 0 updated, 0 unchanged, 0 duplicates; 2 chunks live"));
 
         CliResult search
             = runHone(withKb(store, { "kb", "search", "bank", "conflicts", "--arch", "sm_90", "-k", "1" }));
-        QCOMPARE(search.rc, 0);
+        QCOMPARE(search.code, 0);
         QVERIFY2(search.out.contains("banks > Conflicts  [guidance]"), qPrintable(search.out));
         QVERIFY(search.out.contains("matched: "));
         CliResult filtered
@@ -605,23 +596,23 @@ private slots:
         QVERIFY2(!filtered.out.contains("banks > Conflicts"), qPrintable(filtered.out));
 
         CliResult list = runHone(withKb(store, { "kb", "list", "--json" }));
-        QCOMPARE(list.rc, 0);
+        QCOMPARE(list.code, 0);
         auto docs = nlohmann::json::parse(list.out.toStdString());
         QCOMPARE(docs.size(), size_t(2));
 
         fs::path bundle = root / "team.json";
-        QCOMPARE(runHone(withKb(store, { "kb", "export", QString::fromStdString(bundle.string()) })).rc, 0);
-        QCOMPARE(runHone(withKb(store, { "kb", "rm", "tips" })).rc, 0);
+        QCOMPARE(runHone(withKb(store, { "kb", "export", QString::fromStdString(bundle.string()) })).code, 0);
+        QCOMPARE(runHone(withKb(store, { "kb", "rm", "tips" })).code, 0);
         CliResult show = runHone(withKb(store, { "kb", "show", "tips", "--history" }));
         QVERIFY2(show.out.contains("(removed)") && show.out.contains("retired"), qPrintable(show.out));
         CliResult rmAgain = runHone(withKb(store, { "kb", "rm", "tips" }));
-        QCOMPARE(rmAgain.rc, 3); // ExitCode::Input: no such document
+        QCOMPARE(rmAgain.code, 3); // ExitCode::Input: no such document
         QVERIFY(rmAgain.err.contains("no live document 'tips'"));
 
         fs::path other = root / "other.db";
         CliResult imp = runHone({ "--store", QString::fromStdString(store.string()), "kb", "--kb",
             QString::fromStdString(other.string()), "import", QString::fromStdString(bundle.string()) });
-        QVERIFY2(imp.rc == 0, qPrintable(imp.err));
+        QVERIFY2(imp.code == 0, qPrintable(imp.err));
         QVERIFY(imp.out.contains("2 added, 0 updated, 0 unchanged, 0 duplicates"));
     }
 
@@ -674,14 +665,14 @@ private slots:
         QCOMPARE(runHone(withKb(store,
                              { "kb", "add", QString::fromStdString((root / "good.md").string()), "--category",
                                  "guidance" }))
-                     .rc,
+                     .code,
             0);
         writeFile(root / "new.md", "# New\n\nnew text\n");
         writeFile(root / "bad.pdf", "%PDF-1.7\n% truncated in transfer\n1 0 obj\n<< /Type");
         CliResult r = runHone(withKb(store,
             { "kb", "add", QString::fromStdString((root / "new.md").string()),
                 QString::fromStdString((root / "bad.pdf").string()), "--category", "hardware" }));
-        QCOMPARE(r.rc, 3); // ExitCode::Input
+        QCOMPARE(r.code, 3); // ExitCode::Input
         QVERIFY2(
             r.err.contains(QString::fromStdString((root / "bad.pdf").string()) + ": "), qPrintable(r.err));
         QVERIFY2(r.err.contains("nothing was added"), qPrintable(r.err));

@@ -5,6 +5,8 @@
 
 #include "core/store.h"
 
+#include "tests/hone_cli.h"
+
 #include <QFile>
 #include <QProcess>
 #include <QRegularExpression>
@@ -20,23 +22,9 @@ using namespace hone;
 
 namespace {
 
-struct Cli {
-    int code = -1;
-    QString out;
-    QString err;
-};
+using Cli = HoneRun;
 
-Cli runHone(const QStringList& args)
-{
-    QProcess p;
-    p.start(qEnvironmentVariable("HONE_CLI"), args);
-    if (!p.waitForFinished(240000)) {
-        p.kill();
-        p.waitForFinished();
-    }
-    return {p.exitStatus() == QProcess::NormalExit ? p.exitCode() : -1, QString::fromUtf8(p.readAllStandardOutput()),
-        QString::fromUtf8(p.readAllStandardError())};
-}
+Cli runHone(const QStringList& args) { return runHoneCli(args, 240000); }
 
 /// One proposal as the store keeps it: source file, knobs, origin, parent.
 struct Proposal {

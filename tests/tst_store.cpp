@@ -3,6 +3,8 @@
 #include "core/session_lock.h"
 #include "core/store.h"
 
+#include "tests/hone_cli.h"
+
 #include <QProcess>
 #include <QFile>
 #include <QTemporaryDir>
@@ -17,25 +19,14 @@ namespace {
 
 const std::string kFffd = "\xEF\xBF\xBD"; // U+FFFD REPLACEMENT CHARACTER
 
-struct CliRun {
-    int exitCode = -1;
-    QString out;
-    QString err;
-};
+using CliRun = HoneRun;
 
 /// The `hone` command line (HONE_CLI) on `store`, as a separate process.
 CliRun runHone(const QString& store, const QString& cache, const QStringList& args)
 {
-    QProcess p;
-    p.start(qEnvironmentVariable("HONE_CLI"),
-        QStringList { "--store", store, "--cache-dir", cache, "--worker", qEnvironmentVariable("HONE_WORKER") } + args);
-    CliRun r;
-    if (!p.waitForFinished(240000))
-        return r;
-    r.exitCode = p.exitStatus() == QProcess::NormalExit ? p.exitCode() : -1;
-    r.out = QString::fromUtf8(p.readAllStandardOutput());
-    r.err = QString::fromUtf8(p.readAllStandardError());
-    return r;
+    return runHoneCli(
+        QStringList { "--store", store, "--cache-dir", cache, "--worker", qEnvironmentVariable("HONE_WORKER") } + args,
+        240000);
 }
 
 } // namespace
@@ -164,7 +155,7 @@ private slots:
         const QString cache = dir.path() + "/cache";
         const QString problem = QString(HONE_TEST_DATA) + "/problems/scale";
         CliRun first = runHone(store, cache, {"run", problem, "--budget", "2", "--seed", "1", "--json"});
-        QVERIFY2(first.exitCode == 0, qPrintable(first.err));
+        QVERIFY2(first.code == 0, qPrintable(first.err));
         const int64_t session = nlohmann::json::parse(first.out.toStdString())["session"].get<int64_t>();
         const QString id = QString::number(session);
         {
@@ -172,14 +163,14 @@ private slots:
             SessionLock lock(store.toStdString(), session);
             QCOMPARE(SessionLock::holder(store.toStdString(), session).value_or(0), long(::getpid()));
             CliRun second = runHone(store, cache, {"resume", id, "--extra-budget", "1", "--json"});
-            QVERIFY2(second.exitCode != 0, qPrintable(second.out));
+            QVERIFY2(second.code != 0, qPrintable(second.out));
             QVERIFY2(second.err.contains(QString("session %1 of store %2 is driven by process %3")
                                              .arg(id, store, QString::number(::getpid()))),
                 qPrintable(second.err));
             QVERIFY2(second.err.contains("only one process may run a session at a time"), qPrintable(second.err));
             // Reading is not driving.
             CliRun show = runHone(store, cache, {"show", id});
-            QVERIFY2(show.exitCode == 0, qPrintable(show.err));
+            QVERIFY2(show.code == 0, qPrintable(show.err));
             // The refused resume changed nothing.
             Store s(store.toStdString());
             QCOMPARE(s.evaluations(session).size(), size_t(2));
@@ -187,7 +178,7 @@ private slots:
         }
         QVERIFY(!SessionLock::holder(store.toStdString(), session).has_value());
         CliRun resumed = runHone(store, cache, {"resume", id, "--extra-budget", "1", "--json"});
-        QVERIFY2(resumed.exitCode == 0, qPrintable(resumed.err));
+        QVERIFY2(resumed.code == 0, qPrintable(resumed.err));
         QCOMPARE(nlohmann::json::parse(resumed.out.toStdString())["evaluations"].get<int>(), 3);
     }
 
